@@ -1,0 +1,24 @@
+"""placement-webhook: a Kubernetes mutating admission webhook that adds placement to workloads."""
+
+__version__ = "0.1.0"
+
+API_GROUP = "placement.novasphere.dev"
+API_VERSION = f"{API_GROUP}/v1alpha1"
+POLICY_KIND = "PlacementPolicy"
+TEST_KIND = "PlacementTest"
+PREFIX = f"{API_GROUP}/"
+ANNOTATION_APPLIED = f"{PREFIX}applied"
+ANNOTATION_SKIP = f"{PREFIX}skip"
+LABEL_GROUP = f"{PREFIX}group"
+
+__all__ = [
+    "__version__",
+    "API_GROUP",
+    "API_VERSION",
+    "POLICY_KIND",
+    "TEST_KIND",
+    "PREFIX",
+    "ANNOTATION_APPLIED",
+    "ANNOTATION_SKIP",
+    "LABEL_GROUP",
+]
