@@ -13,7 +13,7 @@ from typing import Any, Iterator, Mapping
 from webhook.targets import BUILTIN, Target, Targets
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Policy:
     """One validated PlacementPolicy as plain data.
 
@@ -28,6 +28,9 @@ class Policy:
     order: int = 0
     # Targets this policy's ``match.kinds`` names; None when it names none (any kind).
     targets: frozenset[Target] | None = None
+    # Derived data the engine computes once per policy (compiled fragments, matchers).
+    # The policy is immutable, so anything derived from it alone may be memoised here.
+    cache: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def on_conflict(self) -> str:
