@@ -1,0 +1,52 @@
+"""JSON log lines: one object per line, so log pipelines need no parsing rules.
+
+Structured fields travel in ``extra={"fields": {...}}``; they are merged into the line.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any, TextIO
+
+LEVELS = ("debug", "info", "warning", "error")
+
+# The logger of per-review lines (SPEC 4.3).
+REVIEW_LOGGER = "webhook.review"
+
+
+class JsonFormatter(logging.Formatter):
+    """Formats a record as one JSON object: time, level, logger, msg, then the fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": _rfc3339(record.created),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            line.update(fields)
+        if record.exc_info:
+            line["error"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str, separators=(",", ":"))
+
+
+def _rfc3339(created: float) -> str:
+    millis = int(created * 1000) % 1000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{millis:03d}Z"
+
+
+def setup(level: str = "info", *, stream: TextIO | None = None) -> None:
+    """Send every log record of the process to ``stream`` (stderr) as JSON lines."""
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    # aiohttp's access log would duplicate the review line in another format.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

@@ -1,0 +1,95 @@
+"""Prometheus metrics of the admission server (SPEC 4.3).
+
+Each server owns a ``Metrics`` with its own registry, so two servers in one process (tests,
+the benchmark) never share or double-register collectors.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+PREFIX = "placement_webhook"
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+# An admission costs well under a millisecond; the API server's default webhook timeout is
+# 10 s. The buckets resolve the fast path and still show a stall before the timeout.
+DURATION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+
+# Result label of a review the server rejected before admission (HTTP 400/413/415).
+RESULT_INVALID = "invalid"
+
+
+class Metrics:
+    """The collectors the server updates, registered in a private registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            f"{PREFIX}_admission_requests",
+            "Admission reviews answered, by object kind, operation and result.",
+            ["kind", "operation", "result"],
+            registry=r,
+        )
+        self.duration = Histogram(
+            f"{PREFIX}_admission_duration_seconds",
+            "Time from reading a review to answering it.",
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.applied = Counter(
+            f"{PREFIX}_policy_applied",
+            "Objects a policy changed (enforcement: patch).",
+            ["policy"],
+            registry=r,
+        )
+        self.audited = Counter(
+            f"{PREFIX}_policy_audited",
+            "Objects an audit-mode policy would have changed.",
+            ["policy"],
+            registry=r,
+        )
+        self.policies_loaded = Gauge(
+            f"{PREFIX}_policies_loaded", "Policies in the set currently serving.", registry=r
+        )
+        self.policy_reloads = Counter(
+            f"{PREFIX}_policy_reloads",
+            "Policy set loads from disk, by result (success or failure).",
+            ["result"],
+            registry=r,
+        )
+        self.certificate_expiry = Gauge(
+            f"{PREFIX}_certificate_expiry_timestamp_seconds",
+            "Expiry (notAfter, Unix time) of the serving certificate in use.",
+            registry=r,
+        )
+        self.certificate_reloads = Counter(
+            f"{PREFIX}_certificate_reloads",
+            "Serving certificate loads from disk, by result (success or failure).",
+            ["result"],
+            registry=r,
+        )
+
+    def observe_review(
+        self,
+        *,
+        kind: str,
+        operation: str,
+        result: str,
+        seconds: float,
+        applied: Iterable[str] = (),
+        audited: Iterable[str] = (),
+    ) -> None:
+        """Count one answered review and the policies that acted on it."""
+        self.requests.labels(kind, operation, result).inc()
+        self.duration.observe(seconds)
+        for name in applied:
+            self.applied.labels(name).inc()
+        for name in audited:
+            self.audited.labels(name).inc()
+
+    def render(self) -> bytes:
+        """The registry in the Prometheus text exposition format."""
+        return generate_latest(self.registry)
