@@ -1,0 +1,200 @@
+"""admission.admit orchestration: guard clauses, order, audit mode, failures, the applied annotation.
+
+These tests use a fake engine (nodeSelector keys set when absent) so they pin admission's
+own behaviour; test_admission_engine.py runs the real engine.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import jsonpatch
+import pytest
+from admission_helpers import deployment, policy, policy_set
+
+from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP, admission, review
+from webhook.policyset import PolicySet
+
+pytestmark = pytest.mark.usefixtures("fake_engine")
+
+ZONE = policy("zone", order=1, placement={"nodeSelector": {"zone": "a"}})
+DISK = policy("disk", order=2, placement={"nodeSelector": {"disk": "ssd"}})
+
+
+def _admit(obj: dict[str, Any], policies: PolicySet | None = None, **kw: Any) -> admission.Outcome:
+    req = review.request_for_object(obj, **kw)
+    return admission.admit(req, policies=policies or policy_set(ZONE, DISK))
+
+
+def _node_selector(obj: dict[str, Any]) -> Any:
+    return obj["spec"]["template"]["spec"].get("nodeSelector")
+
+
+def test_matching_policies_patch_the_object_and_are_recorded_sorted() -> None:
+    obj = deployment()
+    before = copy.deepcopy(obj)
+    out = _admit(obj)
+    assert out.result == "patched"
+    assert _node_selector(out.object) == {"zone": "a", "disk": "ssd"}
+    assert out.applied == ["disk", "zone"]
+    assert out.object["metadata"]["annotations"] == {ANNOTATION_APPLIED: "disk,zone"}
+    assert jsonpatch.apply_patch(before, out.patch) == out.object
+    assert obj == before, "the request's object must not be mutated"
+
+
+def test_the_applied_annotation_key_is_escaped_in_the_patch() -> None:
+    out = _admit(deployment(annotations={"team.example.com/owner": "a"}))
+    paths = [op["path"] for op in out.patch]
+    assert "/metadata/annotations/placement.novasphere.dev~1applied" in paths
+
+
+def test_the_applied_annotation_is_the_sorted_union_with_names_already_there() -> None:
+    obj = deployment(annotations={ANNOTATION_APPLIED: "zzz, alpha"})
+    out = _admit(obj)
+    assert out.object["metadata"]["annotations"][ANNOTATION_APPLIED] == "alpha,disk,zone,zzz"
+
+
+def test_an_object_with_no_labels_annotations_or_metadata_is_patched() -> None:
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": {"spec": {"containers": []}}}}
+    out = _admit(obj)
+    assert out.result == "patched"
+    assert out.object["metadata"] == {"annotations": {ANNOTATION_APPLIED: "disk,zone"}}
+    assert jsonpatch.apply_patch(obj, out.patch) == out.object
+
+
+def test_a_second_pass_over_the_output_gives_an_empty_patch() -> None:
+    first = _admit(deployment())
+    second = _admit(first.object)
+    assert second.patch == []
+    assert second.result == "unchanged"
+    assert second.applied == []
+    assert second.object is first.object
+
+
+def test_policies_run_in_order_and_each_sees_the_previous_ones_output() -> None:
+    early = policy("b-early", order=1, placement={"nodeSelector": {"zone": "a"}})
+    late = policy("a-late", order=5, placement={"nodeSelector": {"zone": "b", "rack": "1"}})
+    out = _admit(deployment(), policy_set(late, early))
+    assert _node_selector(out.object) == {"zone": "a", "rack": "1"}
+    assert out.warnings == ["b-early: set nodeSelector ['zone']", "a-late: set nodeSelector ['rack']"]
+
+
+def test_a_policy_that_changes_nothing_is_not_recorded() -> None:
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["nodeSelector"] = {"zone": "a"}
+    out = _admit(obj)
+    assert out.applied == ["disk"]
+
+
+def test_policies_that_do_not_match_are_left_out() -> None:
+    only_dev = policy("dev-only", match={"namespaces": ["dev"]}, placement={"nodeSelector": {"x": "y"}})
+    out = _admit(deployment(), policy_set(only_dev), namespace="prod")
+    assert out.result == "unchanged" and out.patch == [] and out.applied == []
+
+
+@pytest.mark.parametrize(
+    ("request_kw", "reason"),
+    [
+        ({"operation": "DELETE"}, "operation DELETE is not mutated"),
+        ({"operation": "CONNECT"}, "operation CONNECT is not mutated"),
+        ({"sub_resource": "scale", "operation": "UPDATE"}, "subresource scale is not mutated"),
+        ({"kind": "Service", "group": "", "version": "v1"}, "kind Service is not a workload kind"),
+        ({"kind": "CronTab", "group": "stable.example.com"}, "kind stable.example.com/CronTab is not"),
+        ({"object": None}, "no object"),
+    ],
+)
+def test_requests_admission_does_not_mutate_are_ignored_with_a_reason(request_kw: dict[str, Any], reason: str) -> None:
+    req = dataclasses.replace(review.request_for_object(deployment()), **request_kw)
+    out = admission.admit(req, policies=policy_set(ZONE))
+    assert out.result == "ignored"
+    assert out.patch == [] and out.warnings == []
+    assert reason in out.reason
+
+
+@pytest.mark.parametrize("value", ["true", "True", " TRUE "])
+def test_the_skip_annotation_skips_every_policy_with_a_warning(value: str) -> None:
+    out = _admit(deployment(annotations={ANNOTATION_SKIP: value}))
+    assert out.result == "skipped"
+    assert out.patch == []
+    assert out.warnings == [f"{ANNOTATION_SKIP}=true: placement policies skipped"]
+
+
+@pytest.mark.parametrize("value", ["false", "", "yes"])
+def test_other_skip_values_do_not_skip(value: str) -> None:
+    assert _admit(deployment(annotations={ANNOTATION_SKIP: value})).result == "patched"
+
+
+def test_audit_mode_changes_nothing_but_says_what_it_would_do() -> None:
+    audit = policy("shadow", enforcement="audit", placement={"nodeSelector": {"gpu": "yes"}})
+    obj = deployment()
+    out = _admit(obj, policy_set(audit))
+    assert out.result == "unchanged" and out.patch == [] and out.object is obj
+    assert out.applied == [] and out.audited == ["shadow"]
+    assert "(audit) shadow: set nodeSelector ['gpu']" in out.warnings
+    assert "shadow: audit: would add /spec/template/spec/nodeSelector" in out.warnings
+
+
+def test_audit_mode_sees_the_enforced_policies_before_it_but_later_ones_do_not_see_it() -> None:
+    audit = policy("shadow", order=1, enforcement="audit", placement={"nodeSelector": {"zone": "b", "gpu": "yes"}})
+    late = policy("late", order=2, placement={"nodeSelector": {"gpu": "no"}})
+    out = _admit(deployment(), policy_set(ZONE, audit, late))
+    assert _node_selector(out.object) == {"zone": "a", "gpu": "no"}
+    assert out.audited == ["shadow"] and out.applied == ["late", "zone"]
+
+
+def test_a_placement_error_is_a_warning_and_leaves_no_trace_of_that_policy() -> None:
+    broken = policy("broken", order=2, placement={"nodeSelector": {"fail": "placement"}})
+    late = policy("late", order=3, placement={"nodeSelector": {"rack": "1"}})
+    out = _admit(deployment(), policy_set(ZONE, broken, late))
+    assert out.result == "patched"
+    assert _node_selector(out.object) == {"zone": "a", "rack": "1"}
+    assert "broken: not applied: more than 64 required node selector terms" in out.warnings
+    assert out.applied == ["late", "zone"]
+
+
+def test_an_unexpected_engine_exception_fails_open_without_a_patch() -> None:
+    crash = policy("crash", order=2, placement={"nodeSelector": {"fail": "crash"}})
+    obj = deployment()
+    out = _admit(obj, policy_set(ZONE, crash))
+    assert out.result == "error"
+    assert out.patch == [] and out.object is obj
+    assert out.error == "KeyError: 'boom'"
+    assert out.warnings and out.warnings[0].startswith("placement-webhook: internal error")
+
+
+def test_admit_never_raises_even_when_matching_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(admission.matching, "selects", lambda *a, **k: 1 / 0)
+    out = _admit(deployment())
+    assert out.result == "error" and "ZeroDivisionError" in str(out.error)
+
+
+def test_namespace_selector_without_cluster_view_is_noted_as_a_warning() -> None:
+    p = policy("by-ns-label", match={"namespaceSelector": {"matchLabels": {"env": "prod"}}}, placement={"nodeSelector": {"a": "b"}})
+    out = _admit(deployment(), policy_set(p))
+    assert out.result == "unchanged"
+    assert out.warnings == ["by-ns-label: namespaceSelector needs namespace labels; no cluster view is configured"]
+
+
+def test_every_warning_is_under_120_characters() -> None:
+    chatty = policy("chatty", placement={"nodeSelector": {"k" * 200: "v"}})
+    out = _admit(deployment(), policy_set(chatty))
+    assert out.warnings and all(len(w) < 120 for w in out.warnings)
+
+
+def test_the_working_copy_shares_containers_but_not_placement_fields() -> None:
+    obj = deployment()
+    copy_ = admission.working_copy(obj)
+    assert copy_ == obj
+    assert copy_["spec"]["template"]["spec"]["containers"] is obj["spec"]["template"]["spec"]["containers"]
+    assert copy_["spec"]["template"]["spec"] is not obj["spec"]["template"]["spec"]
+    assert copy_["metadata"] is not obj["metadata"]
+
+
+def test_outcome_result_is_one_of_the_documented_values() -> None:
+    results: set[str] = set()
+    for obj in (deployment(), deployment(annotations={ANNOTATION_SKIP: "true"}), {"apiVersion": "v1", "kind": "Service"}):
+        results.add(_admit(obj).result)
+    assert results <= set(admission.RESULTS)
+    assert results == {"patched", "skipped", "ignored"}
+

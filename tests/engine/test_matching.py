@@ -1,0 +1,189 @@
+"""match / exclude predicates: every criterion, globs and Kubernetes label-selector semantics."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from admission_helpers import deployment, policy
+
+from webhook import matching
+from webhook.cluster import StaticClusterView
+from webhook.targets import BUILTIN
+
+DEPLOYMENT = BUILTIN.lookup("apps", "Deployment")
+VM = BUILTIN.lookup("kubevirt.io", "VirtualMachine")
+assert DEPLOYMENT is not None and VM is not None
+
+
+def _subject(obj: dict[str, Any] | None = None, *, operation: str = "CREATE", namespace: str | None = None, cluster: Any = None) -> matching.Subject:
+    obj = obj if obj is not None else deployment("web-api", labels={"tier": "web"}, annotations={"team.example.com/owner": "payments"})
+    return matching.subject(obj, target=DEPLOYMENT, operation=operation, namespace=namespace, cluster=cluster)
+
+
+def _verdict(match: dict[str, Any] | None = None, exclude: dict[str, Any] | None = None, **kw: Any) -> matching.Verdict:
+    spec: dict[str, Any] = {}
+    if match is not None:
+        spec["match"] = match
+    if exclude is not None:
+        spec["exclude"] = exclude
+    return matching.selects(policy("p", **spec), _subject(**kw))
+
+
+def test_a_policy_without_match_selects_any_create_or_update() -> None:
+    assert _verdict().matched
+    assert _verdict(operation="UPDATE").matched
+    assert not _verdict(operation="DELETE").matched
+
+
+MATCH_TABLE = [
+    # (match block, matched?, reason fragment when not)
+    ({"kinds": ["Deployment"]}, True, ""),
+    ({"kinds": ["apps/Deployment"]}, True, ""),
+    ({"kinds": ["apps/v1/Deployment"]}, True, ""),
+    ({"kinds": ["StatefulSet"]}, False, "kind apps/v1/Deployment is not in kinds [StatefulSet]"),
+    ({"kinds": ["batch/Deployment"]}, False, "is not in kinds"),
+    ({"operations": ["UPDATE"]}, False, "operation CREATE is not in [UPDATE]"),
+    ({"operations": ["CREATE"]}, True, ""),
+    ({"namespaces": ["prod"]}, True, ""),
+    ({"namespaces": ["team-*", "prod"]}, True, ""),
+    ({"namespaces": ["pro?"]}, True, ""),
+    ({"namespaces": ["Prod"]}, False, "namespace prod is not in [Prod]"),
+    ({"namespaces": ["team-*"]}, False, "namespace prod is not in [team-*]"),
+    ({"excludeNamespaces": ["kube-*"]}, True, ""),
+    ({"excludeNamespaces": ["prod"]}, False, "namespace prod is in excludeNamespaces [prod]"),
+    ({"names": ["web-*"]}, True, ""),
+    ({"names": ["api-*"]}, False, "name web-api is not in [api-*]"),
+    ({"selector": {"matchLabels": {"tier": "web"}}}, True, ""),
+    ({"selector": {"matchLabels": {"tier": "db"}}}, False, "selector: label tier=db required, found tier=web"),
+    ({"selector": {}}, True, ""),
+    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "api"]}]}}, True, ""),
+    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["db"]}]}}, False, "label tier In [db]"),
+    ({"selector": {"matchExpressions": [{"key": "absent", "operator": "In", "values": ["x"]}]}}, False, "no such label"),
+    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]}}, True, ""),
+    ({"selector": {"matchExpressions": [{"key": "absent", "operator": "NotIn", "values": ["x"]}]}}, True, ""),
+    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["web"]}]}}, False, "NotIn"),
+    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}}, True, ""),
+    ({"selector": {"matchExpressions": [{"key": "absent", "operator": "Exists"}]}}, False, "label absent Exists does not hold"),
+    ({"selector": {"matchExpressions": [{"key": "absent", "operator": "DoesNotExist"}]}}, True, ""),
+    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}}, False, "DoesNotExist"),
+    ({"selector": {"matchLabels": {"tier": "web"}, "matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}}, False, "DoesNotExist"),
+    ({"podSelector": {"matchLabels": {"app": "web-api"}}}, True, ""),
+    ({"podSelector": {"matchLabels": {"tier": "web"}}}, False, "podSelector: label tier=web required"),
+    ({"annotations": {"team.example.com/owner": "*"}}, True, ""),
+    ({"annotations": {"team.example.com/owner": "pay*"}}, True, ""),
+    ({"annotations": {"team.example.com/owner": "search"}}, False, "does not match 'search'"),
+    ({"annotations": {"other": "*"}}, False, "annotation other is not set"),
+    ({"kinds": ["Deployment"], "namespaces": ["prod"], "names": ["web-*"], "selector": {"matchLabels": {"tier": "web"}}}, True, ""),
+]
+
+
+@pytest.mark.parametrize(("match", "matched", "reason"), MATCH_TABLE)
+def test_every_match_criterion(match: dict[str, Any], matched: bool, reason: str) -> None:
+    verdict = _verdict(match, namespace="prod")
+    assert verdict.matched is matched
+    assert reason in verdict.reason
+    assert not verdict.undecided
+
+
+def test_resolved_policy_targets_decide_the_kind() -> None:
+    p = policy("vm-only", targets=("kubevirt.io/v1/VirtualMachine",))
+    verdict = matching.selects(p, _subject())
+    assert not verdict.matched
+    assert "not in match.kinds [kubevirt.io/v1/VirtualMachine]" in verdict.reason
+    vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "gpu"}}
+    assert matching.selects(p, matching.subject(vm, target=VM, operation="CREATE", namespace="x")).matched
+
+
+def test_the_request_namespace_wins_over_the_objects_own() -> None:
+    obj = deployment(namespace="ignored")
+    assert _verdict({"namespaces": ["prod"]}, obj=obj, namespace="prod").matched
+
+
+def test_an_object_with_only_generate_name_matches_names_against_it() -> None:
+    obj = deployment()
+    del obj["metadata"]["name"]
+    obj["metadata"]["generateName"] = "batch-"
+    assert _verdict({"names": ["batch-*"]}, obj=obj).matched
+    assert not _verdict({"names": ["web"]}, obj=obj).matched
+
+
+def test_an_object_without_labels_or_annotations_fails_selectors_but_not_negative_ones() -> None:
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bare"}, "spec": {}}
+    assert not _verdict({"selector": {"matchLabels": {"a": "b"}}}, obj=obj).matched
+    assert not _verdict({"annotations": {"a": "*"}}, obj=obj).matched
+    assert _verdict({"podSelector": {"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["b"]}]}}, obj=obj).matched
+
+
+def test_an_object_without_namespace_matches_no_namespace_list_and_is_not_excluded_by_one() -> None:
+    obj = deployment(namespace=None)
+    assert "has no namespace" in _verdict({"namespaces": ["*"]}, obj=obj).reason
+    assert _verdict({"excludeNamespaces": ["*"]}, obj=obj).matched
+
+
+def test_namespace_selector_without_a_cluster_view_does_not_match_and_says_why() -> None:
+    verdict = _verdict({"namespaceSelector": {"matchLabels": {"env": "prod"}}}, namespace="prod")
+    assert not verdict.matched
+    assert verdict.undecided
+    assert "no cluster view" in verdict.reason
+
+
+def test_namespace_selector_uses_the_cluster_views_namespace_labels() -> None:
+    cluster = StaticClusterView(namespaces={"prod": {"env": "prod"}, "dev": {"env": "dev"}})
+    sel = {"namespaceSelector": {"matchLabels": {"env": "prod"}}}
+    assert _verdict(sel, namespace="prod", cluster=cluster).matched
+    dev = _verdict(sel, namespace="dev", cluster=cluster)
+    assert not dev.matched and not dev.undecided and "namespace dev" in dev.reason
+    unknown = _verdict(sel, namespace="new", cluster=cluster)
+    assert not unknown.matched and unknown.undecided and "unknown to the cluster view" in unknown.reason
+
+
+EXCLUDE_TABLE = [
+    ({"namespaces": ["prod"]}, False),
+    ({"namespaces": ["dev"]}, True),
+    ({"namespaces": ["prod"], "names": ["api-*"]}, True),  # every exclude criterion must hold
+    ({"namespaces": ["prod"], "names": ["web-*"]}, False),
+    ({"kinds": ["Deployment"]}, False),
+    ({"kinds": ["StatefulSet"]}, True),
+    ({"operations": ["UPDATE"]}, True),
+    ({"operations": ["CREATE"]}, False),
+    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}}, False),
+    ({"annotations": {"team.example.com/owner": "payments"}}, False),
+    ({}, True),  # an empty exclude excludes nothing
+]
+
+
+@pytest.mark.parametrize(("exclude", "matched"), EXCLUDE_TABLE)
+def test_exclude_removes_objects_only_when_all_its_criteria_hold(exclude: dict[str, Any], matched: bool) -> None:
+    verdict = _verdict(exclude=exclude, namespace="prod")
+    assert verdict.matched is matched
+    assert verdict.reason.startswith("excluded") is (not matched)
+
+
+def test_exclude_namespace_selector_without_cluster_view_excludes_nothing_but_flags_it() -> None:
+    verdict = _verdict(exclude={"namespaceSelector": {"matchLabels": {"env": "dev"}}}, namespace="prod")
+    assert verdict.matched and verdict.undecided
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [("VirtualMachine", True), ("kubevirt.io/VirtualMachine", True), ("kubevirt.io/v1alpha3/VirtualMachine", True),
+     ("v1/VirtualMachine", False), ("pool.kubevirt.io/VirtualMachine", False), ("a/b/c/VirtualMachine", False)],
+)
+def test_kind_references_name_a_group_and_kind_in_any_version(ref: str, expected: bool) -> None:
+    assert matching.kind_ref_matches(ref, VM) is expected
+
+
+def test_core_group_kind_references_use_the_version() -> None:
+    pod = BUILTIN.lookup("", "Pod")
+    assert pod is not None
+    assert matching.kind_ref_matches("v1/Pod", pod)
+    assert matching.kind_ref_matches("Pod", pod)
+    assert not matching.kind_ref_matches("apps/Pod", pod)
+
+
+def test_predicates_are_compiled_once_per_policy() -> None:
+    p = policy("p", match={"namespaces": ["prod"]})
+    matching.selects(p, _subject(namespace="prod"))
+    compiled = p.cache["matching"]
+    matching.selects(p, _subject(namespace="dev"))
+    assert p.cache["matching"] is compiled

@@ -1,0 +1,226 @@
+"""One admission request in, one outcome out: guard clauses -> match -> mutate -> patch.
+
+The server, the dry-run CLI and the policy test suites all call ``admit``, so they can
+never disagree. ``admit`` never raises for a bad object: a failing policy is reported as
+a warning and left out (``engine.PlacementError``), anything unexpected fails open with
+``result="error"`` and no patch (SPEC 4.2).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP, engine, matching, patching
+from webhook.policyset import Policy, PolicySet
+from webhook.review import Request, clip, clip_all
+from webhook.targets import Target
+
+if TYPE_CHECKING:
+    from webhook.cluster import ClusterView
+
+log = logging.getLogger(__name__)
+
+RESULTS = ("patched", "unchanged", "skipped", "ignored", "error")
+
+# Subtrees the engine never writes: it edits only the placement fields it owns (SPEC 3.2).
+# The working copy shares them with the original, which keeps the copy cheap and lets the
+# differ skip them by identity. These are the bulk of a typical workload.
+_SHARED_KEYS = frozenset(
+    {
+        "containers",
+        "initContainers",
+        "ephemeralContainers",
+        "volumes",
+        "volumeClaimTemplates",
+        "dataVolumeTemplates",
+        "domain",
+        "managedFields",
+        "ownerReferences",
+        "status",
+    }
+)
+
+
+@dataclass
+class Outcome:
+    """What admission did to one object."""
+
+    object: dict[str, Any] | None  # the object after mutation (the original when nothing changed)
+    patch: list[dict[str, Any]]  # RFC 6902; applying it to the request's object gives `object`
+    warnings: list[str]  # each under 120 characters
+    applied: list[str] = field(default_factory=list)  # policies that changed the object, sorted
+    audited: list[str] = field(default_factory=list)  # audit-mode policies that would have
+    result: str = "unchanged"  # one of RESULTS
+    error: str | None = None  # engine error (fail open for this object)
+    reason: str = ""  # why the object was ignored or skipped, for logs and the CLI
+
+
+def admit(request: Request, *, policies: PolicySet, cluster: ClusterView | None = None) -> Outcome:
+    """Run the policy set over the request's object and return the patch and warnings."""
+    try:
+        return _admit(request, policies, cluster)
+    except Exception as exc:  # fail open per object (SPEC 4.2): never block a workload on our bug
+        log.exception("admission failed for %s %s/%s", request.kind, request.namespace, request.name)
+        return Outcome(
+            object=request.object,
+            patch=[],
+            warnings=[clip(f"placement-webhook: internal error, object admitted unchanged: {exc}")],
+            result="error",
+            error=f"{type(exc).__name__}: {exc}",
+        )
+
+
+def _admit(request: Request, policies: PolicySet, cluster: ClusterView | None) -> Outcome:
+    target = policies.targets.lookup(request.group, request.kind)
+    ignored = _ignore_reason(request, target)
+    if ignored or target is None or request.object is None:
+        return Outcome(object=request.object, patch=[], warnings=[], result="ignored", reason=ignored)
+    if _skip_requested(request.object):
+        text = f"{ANNOTATION_SKIP}=true: placement policies skipped"
+        return Outcome(object=request.object, patch=[], warnings=[text], result="skipped", reason=text)
+    run = _Run(request=request, target=target, cluster=cluster)
+    for policy in policies.candidates(target):
+        run.consider(policy)
+    return run.finish()
+
+
+def _ignore_reason(request: Request, target: Target | None) -> str:
+    if target is None:
+        group = f"{request.group}/" if request.group else ""
+        return f"kind {group}{request.kind or '(none)'} is not a workload kind placement-webhook handles"
+    if request.operation not in ("CREATE", "UPDATE"):
+        return f"operation {request.operation} is not mutated"
+    if request.sub_resource:
+        return f"subresource {request.sub_resource} is not mutated"
+    if not isinstance(request.object, dict):
+        return "the request carries no object"
+    return ""
+
+
+def _skip_requested(obj: dict[str, Any]) -> bool:
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict):
+        return False
+    return str(annotations.get(ANNOTATION_SKIP, "")).strip().lower() == "true"
+
+
+def working_copy(value: Any) -> Any:
+    """A private copy of a JSON object for the engine to mutate, sharing ``_SHARED_KEYS``."""
+    if type(value) is dict:
+        return {k: (v if k in _SHARED_KEYS else working_copy(v)) for k, v in value.items()}
+    if type(value) is list:
+        return [working_copy(v) for v in value]
+    return value
+
+
+class _Run:
+    """The state of one admission: the working copy and what each policy did to it."""
+
+    def __init__(self, *, request: Request, target: Target, cluster: ClusterView | None) -> None:
+        assert request.object is not None
+        self.request, self.target, self.cluster = request, target, cluster
+        self.original: dict[str, Any] = request.object
+        self.working: dict[str, Any] = working_copy(self.original)
+        self.warnings: list[str] = []
+        self.applied: list[Policy] = []
+        self.audited: list[str] = []
+        self._subject: matching.Subject | None = None
+
+    def subject(self) -> matching.Subject:
+        # Rebuilt after every change: each policy matches the object as the previous left it.
+        if self._subject is None:
+            self._subject = matching.subject(
+                self.working,
+                target=self.target,
+                operation=self.request.operation,
+                namespace=self.request.namespace,
+                cluster=self.cluster,
+            )
+        return self._subject
+
+    def consider(self, policy: Policy) -> None:
+        verdict = matching.selects(policy, self.subject())
+        if verdict.undecided:
+            self.warnings.append(f"{policy.name}: {verdict.reason}")
+        if not verdict.matched:
+            return
+        if policy.enforcement == "audit":
+            self._audit(policy)
+        else:
+            self._enforce(policy)
+
+    def _apply(self, obj: dict[str, Any], policy: Policy) -> engine.Applied:
+        return engine.apply_policy(obj, policy=policy, target=self.target, cluster=self.cluster)
+
+    def _enforce(self, policy: Policy) -> None:
+        try:
+            result = self._apply(self.working, policy)
+        except engine.PlacementError as exc:
+            self.warnings.append(f"{policy.name}: not applied: {exc}")
+            self._replay()
+            return
+        self.warnings.extend(result.warnings)
+        if result.changed:
+            self.applied.append(policy)
+            self._subject = None
+
+    def _replay(self) -> None:
+        """Undo a policy that failed half-way: rebuild the working copy from the original
+        by re-running the policies that succeeded (the engine is deterministic)."""
+        self.working = working_copy(self.original)
+        for policy in self.applied:
+            self._apply(self.working, policy)
+        self._subject = None
+
+    def _audit(self, policy: Policy) -> None:
+        scratch = working_copy(self.working)
+        try:
+            result = self._apply(scratch, policy)
+        except engine.PlacementError as exc:
+            self.warnings.append(f"{policy.name}: audit: would fail: {exc}")
+            return
+        self.warnings.extend(f"(audit) {w}" for w in result.warnings)
+        if result.changed:
+            self.audited.append(policy.name)
+            self.warnings.append(f"{policy.name}: audit: would {_summary(patching.diff(self.working, scratch))}")
+
+    def finish(self) -> Outcome:
+        names = [p.name for p in self.applied]
+        if names:
+            _record_applied(self.working, names)
+        patch = patching.diff(self.original, self.working)
+        return Outcome(
+            object=self.working if patch else self.original,
+            patch=patch,
+            warnings=clip_all(self.warnings),
+            applied=sorted(names),
+            audited=sorted(self.audited),
+            result="patched" if patch else "unchanged",
+        )
+
+
+def _summary(ops: list[dict[str, Any]]) -> str:
+    """``add /spec/template/spec/affinity, replace /spec/strategy`` (clipped later)."""
+    if not ops:
+        return "change nothing visible"
+    return ", ".join(f"{op['op']} {op['path']}" for op in ops)
+
+
+def _record_applied(obj: dict[str, Any], names: list[str]) -> None:
+    """Write the sorted union of old and new names to the object's own annotation.
+
+    Object metadata, never the pod template: changing the template would start a rollout.
+    """
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = obj["metadata"] = {}
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = meta["annotations"] = {}
+    existing = str(annotations.get(ANNOTATION_APPLIED) or "")
+    union = {n.strip() for n in existing.split(",") if n.strip()} | set(names)
+    value = ",".join(sorted(union))
+    if annotations.get(ANNOTATION_APPLIED) != value:
+        annotations[ANNOTATION_APPLIED] = value
