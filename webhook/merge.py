@@ -1,0 +1,402 @@
+"""Fold compiled fragments into an object under the ``onConflict`` rules (SPEC 3.2).
+
+Each function owns one field group of a pod spec (or of Wukong's scheduling block) and edits
+the container it is given in place, reporting to a ``Report``:
+
+- ``merge`` is additive: required node affinity is ANDed into every existing term, list
+  entries are appended unless an equal one exists, map keys and scalars are set only when
+  absent (or at their API default). Nothing the object has is removed or rewritten.
+- ``keep`` leaves a group the object already sets untouched.
+- ``replace`` puts the policy's value in place of the object's for that group.
+
+Containers are created only when something is added to them.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook.cluster import ClusterView
+from webhook.compile import (
+    MAX_TERMS,
+    Term,
+    conjoin,
+    copy_json,
+    preferred_key,
+    term_contains,
+    term_key,
+)
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+MERGE, KEEP, REPLACE = "merge", "keep", "replace"
+
+
+class PlacementError(Exception):
+    """The policy cannot be applied to this object; the object is left as it was."""
+
+
+@dataclass
+class Report:
+    """What applying one policy did: whether anything changed, and what to tell the user."""
+
+    changed: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+def mapping(container: Mapping[str, Any], key: str, *, where: str) -> dict[str, Any] | None:
+    """The mapping at ``container[key]``; None when absent; an error when not a mapping."""
+    value = container.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise PlacementError(f"{where}.{key} is not a mapping")
+    return value
+
+
+def sequence(container: Mapping[str, Any], key: str, *, where: str) -> list[Any] | None:
+    value = container.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise PlacementError(f"{where}.{key} is not a list")
+    return value
+
+
+def ensure(container: dict[str, Any], key: str) -> dict[str, Any]:
+    """The mapping at ``container[key]``, created when missing (only call to add to it)."""
+    value = container.get(key)
+    if not isinstance(value, dict):
+        value = container[key] = {}
+    return value
+
+
+# --- semantic equality ----------------------------------------------------------------
+
+
+def _normal(value: Any) -> Any:
+    """Plain data with key order, list order, nulls and empty lists/maps made irrelevant."""
+    if isinstance(value, dict):
+        return {k: _normal(v) for k, v in value.items() if v is not None and v != [] and v != {}}
+    if isinstance(value, list):
+        return sorted((_normal(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+    return value
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(_normal(value), sort_keys=True)
+
+
+def anti_term_key(term: Mapping[str, Any]) -> str:
+    """A pod (anti-)affinity entry's identity. ``pod-template-hash`` in ``matchLabelKeys``
+    only scopes a self anti-affinity term to one revision (SPEC 3.4 rule 3), so a term
+    that differs from ours by it alone is the same spread and must not be added twice."""
+    return canonical(_strip_hash(copy_json(dict(term))))
+
+
+def _strip_hash(term: dict[str, Any]) -> dict[str, Any]:
+    wrapped = term.get("podAffinityTerm")
+    inner: dict[str, Any] = wrapped if isinstance(wrapped, dict) else term
+    keys = inner.get("matchLabelKeys")
+    if isinstance(keys, list):
+        inner["matchLabelKeys"] = [k for k in keys if k != "pod-template-hash"]
+    return term
+
+
+def toleration_key(tol: Mapping[str, Any]) -> str:
+    """Tolerations compared with the API's defaults filled in (operator Equal, empty value)."""
+    return canonical(
+        {
+            "key": tol.get("key") or "",
+            "operator": tol.get("operator") or "Equal",
+            "value": tol.get("value") or "",
+            "effect": tol.get("effect") or "",
+            "tolerationSeconds": tol.get("tolerationSeconds"),
+        }
+    )
+
+
+def append_missing(
+    target: list[Any], items: Iterable[Mapping[str, Any]], key: Callable[[Any], Any]
+) -> bool:
+    """Append copies of the items no entry of ``target`` equals; True if any was added."""
+    have = {key(x) for x in target if isinstance(x, dict)}
+    added = False
+    for item in items:
+        k = key(item)
+        if k not in have:
+            target.append(copy_json(dict(item)))
+            have.add(k)
+            added = True
+    return added
+
+
+# --- required node affinity: AND into existing terms ----------------------------------
+
+
+def and_into(existing: Sequence[Mapping[str, Any]], terms: Sequence[Term]) -> list[Any] | None:
+    """``existing AND terms`` (both ORs of terms), or None when ``existing`` already implies it.
+
+    A term that already contains every requirement of one of ``terms`` is kept as is, which
+    makes a second application a no-op. An empty term matches no node and ANDing keeps it
+    so; it is left alone rather than turned into one that matches.
+    """
+    out: list[Any] = []
+    seen: set[Any] = set()
+    changed = False
+    for term in existing:
+        if not isinstance(term, dict) or not (term.get("matchExpressions") or term.get("matchFields")):
+            out.append(term)
+            continue
+        if any(term_contains(term, t) for t in terms):
+            out.append(term)
+            seen.add(term_key(term))
+            continue
+        changed = True
+        for t in terms:
+            combined = conjoin(term, t)
+            if term_key(combined) not in seen:
+                seen.add(term_key(combined))
+                out.append(combined)
+    if not changed:
+        return None
+    if len(out) > MAX_TERMS:
+        raise PlacementError(f"required node affinity would need {len(out)} terms (limit {MAX_TERMS})")
+    return out
+
+
+def node_affinity(
+    affinity_parent: dict[str, Any],
+    *,
+    required: Sequence[Term] | None,
+    preferred: Sequence[Term],
+    mode: str,
+    report: Report,
+    where: str,
+    key: str = "affinity",
+) -> None:
+    """Merge required/preferred node affinity into ``affinity_parent[key].nodeAffinity``."""
+    if required is None and not preferred:
+        return
+    affinity = mapping(affinity_parent, key, where=where) or {}
+    current = mapping(affinity, "nodeAffinity", where=f"{where}.{key}")
+    if mode == KEEP and current:
+        return
+    if mode == REPLACE or not current:
+        wanted: dict[str, Any] = {}
+        if required is not None:
+            wanted[REQUIRED] = {"nodeSelectorTerms": copy_json(list(required))}
+        if preferred:
+            wanted[PREFERRED] = copy_json(list(preferred))
+        if current != wanted:
+            ensure(affinity_parent, key)["nodeAffinity"] = wanted
+            report.changed = True
+        return
+    _merge_node_affinity(current, required=required, preferred=preferred, report=report, where=where)
+
+
+def _merge_node_affinity(
+    current: dict[str, Any],
+    *,
+    required: Sequence[Term] | None,
+    preferred: Sequence[Term],
+    report: Report,
+    where: str,
+) -> None:
+    here = f"{where}.affinity.nodeAffinity"
+    if required is not None:
+        req = mapping(current, REQUIRED, where=here)
+        terms = sequence(req, "nodeSelectorTerms", where=here) if req is not None else None
+        if not terms:
+            current[REQUIRED] = {**(req or {}), "nodeSelectorTerms": copy_json(list(required))}
+            report.changed = True
+        else:
+            combined = and_into(terms, required)
+            if combined is not None:
+                terms[:] = combined
+                report.changed = True
+    if preferred:
+        prefs = sequence(current, PREFERRED, where=here)
+        if prefs is None:
+            current[PREFERRED] = copy_json(list(preferred))
+            report.changed = True
+        elif append_missing(prefs, preferred, preferred_key):
+            report.changed = True
+
+
+# --- other groups ---------------------------------------------------------------------
+
+
+def node_selector(
+    pod_spec: dict[str, Any], wanted: Mapping[str, str], *, mode: str, report: Report, where: str
+) -> None:
+    if not wanted:
+        return
+    current = mapping(pod_spec, "nodeSelector", where=where)
+    if mode == KEEP and current:
+        return
+    if mode == REPLACE or not current:
+        if current != dict(wanted):
+            pod_spec["nodeSelector"] = dict(wanted)
+            report.changed = True
+        return
+    for k, v in wanted.items():
+        have = current.get(k)
+        if have is None:
+            current[k] = v
+            report.changed = True
+        elif str(have) != v:
+            report.warn(f"nodeSelector {k}={have} kept (policy wants {v})")
+
+
+def pod_terms(
+    pod_spec: dict[str, Any],
+    group: str,
+    *,
+    required: Sequence[Term],
+    preferred: Sequence[Term],
+    mode: str,
+    report: Report,
+    where: str,
+) -> None:
+    """Merge pod affinity or anti-affinity terms into ``affinity.<group>``."""
+    if not required and not preferred:
+        return
+    affinity = mapping(pod_spec, "affinity", where=where) or {}
+    current = mapping(affinity, group, where=f"{where}.affinity")
+    if mode == KEEP and current:
+        return
+    if mode == REPLACE or not current:
+        wanted: dict[str, Any] = {}
+        if required:
+            wanted[REQUIRED] = copy_json(list(required))
+        if preferred:
+            wanted[PREFERRED] = copy_json(list(preferred))
+        if current != wanted:
+            ensure(pod_spec, "affinity")[group] = wanted
+            report.changed = True
+        return
+    for field_name, items in ((REQUIRED, required), (PREFERRED, preferred)):
+        if not items:
+            continue
+        have = sequence(current, field_name, where=f"{where}.affinity.{group}")
+        if have is None:
+            current[field_name] = copy_json(list(items))
+            report.changed = True
+        elif append_missing(have, items, anti_term_key):
+            report.changed = True
+
+
+def tolerations(pod_spec: dict[str, Any], wanted: Sequence[Term], *, mode: str, report: Report, where: str) -> None:
+    if not wanted:
+        return
+    current = sequence(pod_spec, "tolerations", where=where)
+    if mode == KEEP and current:
+        return
+    if mode == REPLACE or not current:
+        if current != list(wanted):
+            pod_spec["tolerations"] = copy_json(list(wanted))
+            report.changed = True
+        return
+    if append_missing(current, wanted, toleration_key):
+        report.changed = True
+
+
+def scalar(
+    container: dict[str, Any],
+    key: str,
+    value: Any,
+    *,
+    mode: str,
+    report: Report,
+    defaults: tuple[Any, ...] = (),
+) -> bool:
+    """Set one scalar under the mode's rules; ``defaults`` are the values the API server
+    fills in before webhooks run, which are not a user's choice. True if it was written."""
+    current = container.get(key)
+    if current == value:
+        return False
+    if mode != REPLACE and current is not None and current not in defaults:
+        if mode == MERGE:
+            report.warn(f"{key} {current} kept (policy wants {value})")
+        return False
+    container[key] = value
+    report.changed = True
+    return True
+
+
+# --- scheduling scalars ---------------------------------------------------------------
+
+DEFAULT_SCHEDULER = "default-scheduler"  # the API server's default, not a user's choice
+DEFAULT_PREEMPTION = "PreemptLowerPriority"
+
+
+def scheduling(
+    container: dict[str, Any],
+    wanted: Mapping[str, str],
+    *,
+    mode: str,
+    report: Report,
+    cluster: ClusterView | None,
+    preemption: bool = True,
+) -> None:
+    """priorityClassName, schedulerName and preemptionPolicy (SPEC 3.2).
+
+    ``preemption`` is False where the object has no preemptionPolicy field (KubeVirt).
+    """
+    name = wanted.get("priorityClassName")
+    if name is not None:
+        if scalar(container, "priorityClassName", name, mode=mode, report=report):
+            _drop_stale_priority(container, name, report=report, cluster=cluster)
+        if cluster is not None and cluster.priority_class(name) is None:
+            report.warn(f"PriorityClass {name} does not exist in the cluster")
+    if wanted.get("schedulerName") is not None:
+        scalar(container, "schedulerName", wanted["schedulerName"], mode=mode, report=report,
+               defaults=(DEFAULT_SCHEDULER,))
+    if wanted.get("preemptionPolicy") is not None:
+        if preemption:
+            _preemption(container, wanted["preemptionPolicy"], mode=mode, report=report, cluster=cluster)
+        else:
+            report.warn("preemptionPolicy skipped: this kind has no such field")
+
+
+def _class_value(name: str, cluster: ClusterView | None) -> Mapping[str, Any] | None:
+    return cluster.priority_class(name) if cluster is not None else None
+
+
+def _drop_stale_priority(
+    container: dict[str, Any], name: str, *, report: Report, cluster: ClusterView | None
+) -> None:
+    # The Priority admission plugin rejects a pod whose integer priority differs from
+    # the value of its class; keep it only when the class is known to carry that value.
+    if "priority" not in container:
+        return
+    cls = _class_value(name, cluster)
+    if cls is not None and cls.get("value") == container["priority"]:
+        return
+    report.warn(f"dropped integer priority {container.pop('priority')}: {name} decides it")
+    report.changed = True
+
+
+def _preemption(
+    container: dict[str, Any], value: str, *, mode: str, report: Report, cluster: ClusterView | None
+) -> None:
+    # The Priority admission plugin rejects a pod whose preemptionPolicy differs from the
+    # one its class computes, so write it only when the class is known to agree.
+    if container.get("preemptionPolicy") == value:
+        return
+    name = container.get("priorityClassName")
+    cls = _class_value(str(name), cluster) if name else None
+    if cls is None:
+        why = "no priorityClassName" if not name else f"PriorityClass {name} not known"
+        report.warn(f"preemptionPolicy {value} not set: {why}")
+        return
+    if (cls.get("preemptionPolicy") or DEFAULT_PREEMPTION) != value:
+        report.warn(f"preemptionPolicy {value} not set: {name} has {cls.get('preemptionPolicy') or DEFAULT_PREEMPTION}")
+        return
+    scalar(container, "preemptionPolicy", value, mode=mode, report=report)
