@@ -1,95 +1,14 @@
-"""Fixtures of the server tests: a generated PKI, policy folders, reviews, client TLS contexts."""
+"""Fixtures of the server tests; the helpers they use live in ``serverkit``."""
 from __future__ import annotations
 
-import base64
-import copy
-import json
-import ssl
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from webhook import certs
+sys.path.insert(0, str(Path(__file__).parent))
 
-SSD_POLICY = """\
-apiVersion: placement.novasphere.dev/v1alpha1
-kind: PlacementPolicy
-metadata:
-  name: ssd
-spec:
-  match:
-    kinds: [Deployment]
-  placement:
-    nodeSelector:
-      disktype: ssd
-"""
-
-ZONE_POLICY = """\
-apiVersion: placement.novasphere.dev/v1alpha1
-kind: PlacementPolicy
-metadata:
-  name: zone
-spec:
-  match:
-    kinds: [Deployment]
-  placement:
-    nodeSelector:
-      zone: a
-"""
-
-BROKEN_POLICY = """\
-apiVersion: placement.novasphere.dev/v1alpha1
-kind: PlacementPolicy
-metadata:
-  name: broken
-spec:
-  placement:
-    nodeSelectr: {disktype: ssd}
-"""
-
-
-@dataclass(frozen=True)
-class Pki:
-    """A CA and a serving certificate for localhost, written to ``folder``."""
-
-    folder: Path
-    ca: certs.KeyPair
-
-    @property
-    def cert(self) -> Path:
-        return self.folder / "tls.crt"
-
-    @property
-    def key(self) -> Path:
-        return self.folder / "tls.key"
-
-    @property
-    def ca_file(self) -> Path:
-        return self.folder / "ca.crt"
-
-    def rotate(self) -> certs.KeyPair:
-        """Write a new serving certificate (same CA) in place; returns it."""
-        pair = certs.make_serving(self.ca, service="placement-webhook", namespace="default", dns=["localhost"], ips=["127.0.0.1"])
-        certs.write_pair(pair, cert_file=self.cert, key_file=self.key)
-        return pair
-
-    def client_context(self, *, client: certs.KeyPair | None = None) -> ssl.SSLContext:
-        """What the API server does: verify the chain and the host name."""
-        ctx = ssl.create_default_context(cafile=str(self.ca_file))
-        if client is not None:
-            folder = self.folder / f"client-{uuid.uuid4().hex[:8]}"
-            certs.write_pair(client, cert_file=folder / "c.crt", key_file=folder / "c.key")
-            ctx.load_cert_chain(folder / "c.crt", folder / "c.key")
-        return ctx
-
-
-def make_pki(folder: Path) -> Pki:
-    certs.ensure(folder, service="placement-webhook", namespace="default", dns=["localhost"], ips=["127.0.0.1"])
-    return Pki(folder, certs.load_pair(folder / "ca.crt", folder / "ca.key"))
+from serverkit import SSD_POLICY, Pki, make_pki
 
 
 @pytest.fixture
@@ -103,71 +22,3 @@ def policy_dir(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "ssd.yaml").write_text(SSD_POLICY)
     return folder
-
-
-def deployment(name: str = "web", *, labels: dict[str, str] | None = None, pad: int = 0) -> dict[str, Any]:
-    """A Deployment; ``pad`` adds an env var of that many bytes to grow the object."""
-    labels = labels or {"app": name}
-    container: dict[str, Any] = {"name": "app", "image": "nginx:1.27"}
-    if pad:
-        container["env"] = [{"name": "PAD", "value": "x" * pad}]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "prod", "labels": labels},
-        "spec": {
-            "replicas": 3,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
-        },
-    }
-
-
-def admission_review(
-    obj: dict[str, Any] | None,
-    *,
-    api_version: str = "admission.k8s.io/v1",
-    operation: str = "CREATE",
-    old: dict[str, Any] | None = None,
-    dry_run: bool = False,
-    kind: tuple[str, str, str] = ("apps", "v1", "Deployment"),
-    uid: str | None = None,
-) -> dict[str, Any]:
-    """An AdmissionReview request shaped like the API server's."""
-    group, version, kind_name = kind
-    meta = (obj or old or {}).get("metadata", {})
-    request: dict[str, Any] = {
-        "uid": uid or str(uuid.uuid4()),
-        "kind": {"group": group, "version": version, "kind": kind_name},
-        "resource": {"group": group, "version": version, "resource": kind_name.lower() + "s"},
-        "namespace": meta.get("namespace", "default"),
-        "name": meta.get("name"),
-        "operation": operation,
-        "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters"]},
-        "object": obj,
-        "oldObject": old,
-        "dryRun": dry_run,
-    }
-    return {"apiVersion": api_version, "kind": "AdmissionReview", "request": request}
-
-
-def decode_patch(answer: dict[str, Any]) -> list[dict[str, Any]]:
-    response = answer["response"]
-    assert response.get("patchType") == "JSONPatch"
-    patch: list[dict[str, Any]] = json.loads(base64.b64decode(response["patch"]))
-    return patch
-
-
-@pytest.fixture
-def review_factory() -> Callable[..., dict[str, Any]]:
-    return admission_review
-
-
-def with_node_affinity_terms(obj: dict[str, Any], count: int) -> dict[str, Any]:
-    """``obj`` with ``count`` required node-affinity terms (to force an engine error)."""
-    obj = copy.deepcopy(obj)
-    terms = [{"matchExpressions": [{"key": f"k{i}", "operator": "Exists"}]} for i in range(count)]
-    obj["spec"]["template"]["spec"]["affinity"] = {
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
-    }
-    return obj
