@@ -6,13 +6,24 @@ carry the suite file's line and the field path, like policy errors do.
 """
 from __future__ import annotations
 
-import difflib
 import re
 import typing
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+
+from webhook.loader_errors import did_you_mean, format_path
+
+__all__ = ["Case", "ClusterSpec", "Expect", "Metadata", "Suite", "format_path", "validation_problems"]
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 Result = Literal["patched", "unchanged", "skipped", "ignored", "error"]
@@ -45,7 +56,7 @@ class ClusterSpec(_Model):
     def _priority_classes_are_named(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for pc in value:
             if not isinstance(pc.get("metadata"), dict) or not isinstance(pc["metadata"].get("name"), str):
-                raise ValueError("each PriorityClass needs metadata.name")
+                raise ValueError("each PriorityClass needs metadata.name")  # noqa: TRY004 (pydantic wants ValueError)
         return value
 
 
@@ -164,10 +175,7 @@ def _data_path(data: Any, loc: tuple[int | str, ...]) -> Path:
     path: list[str | int] = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and isinstance(part, str) and part in node:
-            node = node[part]
-            path.append(part)
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        if isinstance(node, dict) and isinstance(part, str) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             node = node[part]
             path.append(part)
         elif isinstance(node, dict) and isinstance(part, str) and part == loc[-1]:
@@ -176,16 +184,19 @@ def _data_path(data: Any, loc: tuple[int | str, ...]) -> Path:
 
 
 def _message(error: Any, path: Path) -> str:
+    """Messages worded like policy errors, so ``test`` and ``lint`` read the same."""
     kind = error["type"]
     if kind == "extra_forbidden":
+        name = str(path[-1])
         allowed = _allowed_fields(path[:-1])
-        hint = difflib.get_close_matches(str(path[-1]), allowed, n=1)
-        suggestion = f"; did you mean {hint[0]!r}?" if hint else f"; allowed: {', '.join(sorted(allowed))}"
-        return f"unknown field{suggestion}"
+        hint = did_you_mean(name, allowed) or f" (allowed: {', '.join(sorted(allowed))})"
+        return f'unknown field "{name}"{hint}'
     if kind == "missing":
         return "required field is missing"
-    message = str(error["msg"])
-    return message.removeprefix("Value error, ")
+    if kind == "literal_error":
+        return f"must be one of {(error.get('ctx') or {}).get('expected')}, not {error.get('input')!r}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return message[:1].lower() + message[1:] if message[1:2].islower() else message
 
 
 def _allowed_fields(path: Path) -> list[str]:
@@ -218,11 +229,3 @@ def _duplicate_case_path(data: Any, message: str) -> Path | None:
         return None
     hits = [i for i, c in enumerate(cases) if isinstance(c, dict) and str(c.get("name")) == match.group(1)]
     return ("cases", hits[-1], "name") if len(hits) > 1 else None
-
-
-def format_path(path: Path) -> str:
-    """``("cases", 0, "expect")`` -> ``cases[0].expect``."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "<document>"
