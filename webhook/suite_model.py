@@ -175,12 +175,18 @@ def _data_path(data: Any, loc: tuple[int | str, ...]) -> Path:
     path: list[str | int] = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and isinstance(part, str) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        if _steps_into(node, part):
             node = node[part]
             path.append(part)
         elif isinstance(node, dict) and isinstance(part, str) and part == loc[-1]:
             path.append(part)  # a missing required field: name it
     return tuple(path)
+
+
+def _steps_into(node: Any, part: int | str) -> bool:
+    if isinstance(node, dict):
+        return isinstance(part, str) and part in node
+    return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
 
 
 def _message(error: Any, path: Path) -> str:
