@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -83,16 +84,23 @@ def test_certificates_and_policies_come_from_mounted_volumes_the_server_reads(de
     assert all("subPath" not in m for m in default.container["volumeMounts"]), "subPath mounts never update"
 
 
-def test_every_flag_the_chart_passes_is_accepted_by_placement_webhook_serve(render: Callable[..., Any]) -> None:
+def test_the_image_entrypoint_plus_the_chart_args_is_a_valid_serve_command(render: Callable[..., Any], root: Path) -> None:
     try:
         serve = importlib.import_module("webhook.serve")
     except ImportError as exc:
         pytest.skip(f"webhook.serve is not there yet: {exc}")
+    entrypoint = next(
+        json.loads(line.split(None, 1)[1])
+        for line in (root / "Dockerfile").read_text().splitlines()
+        if line.startswith("ENTRYPOINT ")
+    )
+    assert entrypoint == ["placement-webhook", "serve"]
     parser = argparse.ArgumentParser(prog="placement-webhook serve")
     serve.configure_serve(parser)
-    args = render({"extraKinds": [{"version": "v1", "kind": "W", "resource": "ws", "podSpecPath": "/spec", "podLabelsPath": "/metadata/labels"}]}).container["args"]
-    assert args[0] == "serve"
-    parser.parse_args(args[1:])
+    extra = [{"version": "v1", "kind": "W", "resource": "ws", "podSpecPath": "/spec", "podLabelsPath": "/metadata/labels"}]
+    args = render({"extraKinds": extra, "server": {"extraArgs": ["--reload-interval=2"]}}).container["args"]
+    parsed = parser.parse_args(args)
+    assert str(parsed.tls_cert) == "/etc/placement-webhook/tls/tls.crt"
 
 
 def test_the_webhook_pod_opts_out_of_its_own_placement(default: Any) -> None:

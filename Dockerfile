@@ -1,0 +1,39 @@
+# syntax=docker/dockerfile:1
+# placement-webhook: the project's wheel is built in one stage and installed into a clean slim
+# Python in the next, which holds no source tree, no build tools and no pip cache.
+
+ARG PYTHON_IMAGE=python:3.11-slim
+
+FROM ${PYTHON_IMAGE} AS builder
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+WORKDIR /src
+COPY pyproject.toml setup.cfg README.md ./
+COPY webhook/ webhook/
+# The project's own wheel (tests/chart/test_image.py runs this very command).
+RUN pip wheel --no-deps --wheel-dir /wheels .
+# Wheels of its dependencies next to it, so the final stage installs with no index and no compiler.
+RUN pip wheel --wheel-dir /wheels --find-links /wheels placement-webhook
+
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="placement-webhook" \
+      org.opencontainers.image.description="Kubernetes mutating admission webhook that adds placement to workloads" \
+      org.opencontainers.image.licenses="Apache-2.0"
+# Nothing is written at run time: bytecode is compiled by pip at install time, logs go to stdout
+# unbuffered, so the container runs with a read-only root filesystem.
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PLACEMENT_WEBHOOK_POLICIES=/etc/placement-webhook/policies \
+    PLACEMENT_WEBHOOK_TLS_CERT=/etc/placement-webhook/tls/tls.crt \
+    PLACEMENT_WEBHOOK_TLS_KEY=/etc/placement-webhook/tls/tls.key
+RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
+    pip install --no-cache-dir --disable-pip-version-check --no-index --find-links=/wheels placement-webhook \
+ && groupadd --system --gid 65532 nonroot \
+ && useradd --system --uid 65532 --gid 65532 --home-dir /nonexistent --no-create-home \
+            --shell /usr/sbin/nologin nonroot \
+ && mkdir -p /etc/placement-webhook/policies /etc/placement-webhook/tls
+# Numeric, so that the kubelet can verify runAsNonRoot without reading /etc/passwd.
+USER 65532:65532
+WORKDIR /
+EXPOSE 8443 8080
+ENTRYPOINT ["placement-webhook", "serve"]
