@@ -44,7 +44,10 @@ class PolicySource:
         Safe to run in a worker thread: the new set is published by one reference assignment.
         """
         digest = self.digest()
-        if digest in (self._digest, self._failed):
+        if digest == self._digest:
+            self._failed, self.errors = None, []  # back to the files in force
+            return None
+        if digest == self._failed:
             return None
         try:
             policies = loader.load(self.paths, targets=self.targets)

@@ -1,0 +1,171 @@
+"""Policy hot reload: digest polling, ConfigMap ``..data`` swaps, broken changes, reload under load."""
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from serverkit import (
+    BROKEN_POLICY,
+    SSD_POLICY,
+    ZONE_POLICY,
+    Pki,
+    admission_review,
+    decode_patch,
+    deployment,
+    sample,
+)
+
+from webhook import reload, server
+
+Client = TestClient[web.Request, web.Application]
+RELOADS = "placement_webhook_policy_reloads_total"
+
+
+def test_the_first_poll_loads_and_an_unchanged_folder_is_not_reloaded(policy_dir: Path) -> None:
+    source = reload.PolicySource([policy_dir])
+    assert not source.ready
+    assert source.poll() is True
+    assert source.policies is not None and source.policies.names == ("ssd",)
+    assert source.poll() is None
+
+
+def test_a_new_file_is_picked_up(policy_dir: Path) -> None:
+    source = reload.PolicySource([policy_dir])
+    source.poll()
+    (policy_dir / "zone.yaml").write_text(ZONE_POLICY)
+    assert source.poll() is True
+    assert source.policies is not None and source.policies.names == ("ssd", "zone")
+
+
+def test_a_broken_change_keeps_the_last_good_set_and_reports_file_and_line(policy_dir: Path) -> None:
+    source = reload.PolicySource([policy_dir])
+    source.poll()
+    good = source.policies
+    (policy_dir / "broken.yaml").write_text(BROKEN_POLICY)
+    assert source.poll() is False
+    assert source.policies is good
+    assert any("broken.yaml:7" in e and "nodeSelectr" in e for e in source.errors), source.errors
+    assert source.poll() is None  # the same broken state is reported once
+    (policy_dir / "broken.yaml").unlink()
+    assert source.poll() is None  # back to the files in force: nothing to load
+    assert source.errors == [] and source.policies is good
+
+
+def test_a_missing_folder_is_a_failed_load_not_a_crash(tmp_path: Path) -> None:
+    source = reload.PolicySource([tmp_path / "absent"])
+    assert source.poll() is False
+    assert not source.ready and source.errors
+
+
+def _configmap(mount: Path, version: str, files: dict[str, str]) -> None:
+    """Lay out files as the kubelet does for a ConfigMap volume and (re)point ``..data``."""
+    folder = mount / f"..{version}"
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+        if not (mount / name).is_symlink():
+            (mount / name).symlink_to(f"..data/{name}")
+    (mount / "..data_tmp").symlink_to(folder.name)
+    os.replace(mount / "..data_tmp", mount / "..data")  # the atomic swap
+
+
+def test_a_configmap_data_symlink_swap_is_reloaded_once_without_duplicates(tmp_path: Path) -> None:
+    mount = tmp_path / "policies"
+    _configmap(mount, "2024_01_01", {"policy.yaml": SSD_POLICY})
+    source = reload.PolicySource([mount])
+    assert source.poll() is True
+    assert source.policies is not None and source.policies.names == ("ssd",)
+    _configmap(mount, "2024_02_01", {"policy.yaml": ZONE_POLICY})
+    assert source.poll() is True
+    assert source.policies is not None and source.policies.names == ("zone",)
+    assert source.poll() is None
+
+
+async def test_every_keeps_polling_after_a_failing_step() -> None:
+    calls: list[int] = []
+    done = asyncio.Event()
+
+    async def step() -> None:
+        calls.append(len(calls))
+        if len(calls) == 1:
+            raise RuntimeError("transient")
+        done.set()
+
+    task = asyncio.create_task(reload.every(0, step))
+    await done.wait()
+    task.cancel()
+    assert calls == [0, 1]
+
+
+def _state(pki: Pki, folder: Path) -> server.State:
+    return server.State(server.ServerConfig(policies=(folder,), tls_cert=pki.cert, tls_key=pki.key, reload_interval=3600))
+
+
+async def test_reloads_are_counted_and_the_loaded_gauge_follows(pki: Pki, policy_dir: Path) -> None:
+    state = _state(pki, policy_dir)
+    await state.reload_policies()
+    (policy_dir / "broken.yaml").write_text(BROKEN_POLICY)
+    await state.reload_policies()
+    (policy_dir / "broken.yaml").write_text(ZONE_POLICY)
+    await state.reload_policies()
+    registry = state.metrics.registry
+    assert sample(registry, RELOADS, {"result": "success"}) == 2
+    assert sample(registry, RELOADS, {"result": "failure"}) == 1
+    assert sample(registry, "placement_webhook_policies_loaded") == 2
+
+
+def _node_selector(answer: dict[str, Any]) -> Any:
+    ops = [op for op in decode_patch(answer) if op["path"] == "/spec/template/spec/nodeSelector"]
+    return ops[0]["value"] if ops else None
+
+
+async def test_policy_reload_under_load_answers_every_review_and_switches_sets(
+    aiohttp_client: Callable[..., Awaitable[Client]], pki: Pki, tmp_path: Path
+) -> None:
+    mount = tmp_path / "policies"
+    _configmap(mount, "2024_01_01", {"policy.yaml": SSD_POLICY})
+    state = _state(pki, mount)
+    client = await aiohttp_client(server.make_app(state))
+    answers: list[dict[str, Any]] = []
+    stop = asyncio.Event()
+
+    async def keep_sending() -> None:
+        while not stop.is_set():
+            resp = await client.post("/mutate", json=admission_review(deployment()))
+            assert resp.status == 200
+            answers.append(await resp.json())
+
+    senders = [asyncio.create_task(keep_sending()) for _ in range(4)]
+    while len(answers) < 20:
+        await asyncio.sleep(0)
+    _configmap(mount, "2024_02_01", {"policy.yaml": ZONE_POLICY})
+    await state.reload_policies()
+    swapped_at = len(answers)
+    while len(answers) < swapped_at + 20:
+        await asyncio.sleep(0)
+    stop.set()
+    await asyncio.gather(*senders)
+    selectors = [_node_selector(a) for a in answers if a["response"].get("patch")]
+    assert len(selectors) == len(answers)
+    assert selectors[0] == {"disktype": "ssd"}
+    assert selectors[-1] == {"zone": "a"}
+    assert set(map(str, selectors)) == {str({"disktype": "ssd"}), str({"zone": "a"})}
+
+
+@pytest.mark.parametrize("interval", [0.01])
+async def test_the_running_app_polls_the_folder_on_its_own(
+    aiohttp_client: Callable[..., Awaitable[Client]], pki: Pki, policy_dir: Path, interval: float
+) -> None:
+    config = server.ServerConfig(policies=(policy_dir,), tls_cert=pki.cert, tls_key=pki.key, reload_interval=interval)
+    state = server.State(config)
+    await aiohttp_client(server.make_app(state))
+    (policy_dir / "zone.yaml").write_text(ZONE_POLICY)
+    while state.policy_set().names != ("ssd", "zone"):
+        await asyncio.sleep(interval)
+    assert sample(state.metrics.registry, RELOADS, {"result": "success"}) == 2
