@@ -1,0 +1,102 @@
+"""The cluster view and the scheduler predicates the engine counts nodes with."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from placement_kit import node
+from webhook.cluster import (
+    ClusterView,
+    StaticClusterView,
+    node_eligible,
+    requirement_matches,
+    term_matches,
+    terms_match,
+    tolerates,
+)
+
+
+def test_a_static_view_is_a_cluster_view() -> None:
+    assert isinstance(StaticClusterView(), ClusterView)
+
+
+def test_a_view_can_be_built_from_a_dump_of_kubernetes_objects() -> None:
+    objects = [
+        {"kind": "List", "items": [node("a", zone="1"), node("b")]},
+        {"kind": "Namespace", "metadata": {"name": "prod", "labels": {"env": "prod"}}},
+        {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+        {"kind": "ConfigMap", "metadata": {"name": "ignored"}},
+    ]
+    view = StaticClusterView.from_objects(objects, match_label_keys=True)
+    assert [n["metadata"]["name"] for n in view.nodes()] == ["a", "b"]
+    assert view.namespace_labels("prod") == {"env": "prod"}
+    assert view.namespace_labels("dev") is None
+    assert (view.priority_class("high") or {}).get("value") == 1000
+    assert view.priority_class("low") is None
+    assert view.supports_match_label_keys() is True
+
+
+@pytest.mark.parametrize(
+    ("op", "values", "label", "matches"),
+    [
+        ("In", ["a"], "a", True),
+        ("In", ["a"], "b", False),
+        ("In", ["a"], None, False),
+        ("NotIn", ["a"], "b", True),
+        ("NotIn", ["a"], None, True),  # a node without the key is "not in"
+        ("NotIn", ["a"], "a", False),
+        ("Exists", [], "x", True),
+        ("Exists", [], None, False),
+        ("DoesNotExist", [], None, True),
+        ("DoesNotExist", [], "x", False),
+        ("Gt", ["5"], "6", True),
+        ("Gt", ["5"], "5", False),
+        ("Gt", ["5"], None, False),
+        ("Gt", ["5"], "big", False),
+        ("Lt", ["5"], "4", True),
+        ("Lt", ["5"], "-1", True),
+        ("Lt", ["5"], None, False),
+    ],
+)
+def test_requirements_match_like_the_scheduler(op: str, values: list[str], label: str | None, matches: bool) -> None:
+    assert requirement_matches({"key": "k", "operator": op, "values": values}, label) is matches
+
+
+def test_an_empty_term_matches_no_node_and_terms_are_ored() -> None:
+    n = node("n1", zone="a")
+    assert term_matches({}, n) is False
+    assert terms_match([{}, {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}], n)
+    assert terms_match(None, n)
+
+
+def test_match_fields_select_on_the_node_name() -> None:
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+    assert term_matches(term, node("n1"))
+    assert not term_matches(term, node("n2"))
+
+
+@pytest.mark.parametrize(
+    ("toleration", "taint", "tolerated"),
+    [
+        ({"key": "a", "operator": "Equal", "value": "b", "effect": "NoSchedule"}, {"key": "a", "value": "b", "effect": "NoSchedule"}, True),
+        ({"key": "a", "value": "b"}, {"key": "a", "value": "b", "effect": "NoExecute"}, True),
+        ({"key": "a", "value": "c"}, {"key": "a", "value": "b", "effect": "NoSchedule"}, False),
+        ({"key": "a", "operator": "Exists"}, {"key": "a", "value": "z", "effect": "NoSchedule"}, True),
+        ({"operator": "Exists"}, {"key": "any", "effect": "NoExecute"}, True),
+        ({"key": "a", "operator": "Exists", "effect": "NoExecute"}, {"key": "a", "effect": "NoSchedule"}, False),
+    ],
+)
+def test_tolerations_tolerate_taints_like_the_api(toleration: dict[str, Any], taint: dict[str, Any], tolerated: bool) -> None:
+    assert tolerates(toleration, taint) is tolerated
+
+
+def test_prefer_no_schedule_taints_do_not_make_a_node_ineligible() -> None:
+    n = {**node("n1"), "spec": {"taints": [{"key": "a", "effect": "PreferNoSchedule"}]}}
+    assert node_eligible({}, n)
+
+
+def test_a_cordoned_node_needs_the_unschedulable_toleration() -> None:
+    n = {**node("n1"), "spec": {"unschedulable": True}}
+    assert not node_eligible({}, n)
+    assert node_eligible({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}, n)
