@@ -1,0 +1,148 @@
+"""Fixtures of the end-to-end tier: a control plane, the webhook registered in it, namespaces.
+
+Everything that needs the binaries hangs off ``assets``, which skips with a message saying to set
+KUBEBUILDER_ASSETS when they are absent; the offline checks of this folder run everywhere.
+"""
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from e2e_workloads import POLICY_YAML, RESOURCES, placed, workload  # noqa: E402
+from envkit import SKIP_REASON, VM_CRD, ControlPlane, Webhook, find_assets, wait_until, webhook_configuration  # noqa: E402
+
+from webhook import ANNOTATION_SKIP  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def assets() -> Path:
+    folder = find_assets()
+    if folder is None:
+        pytest.skip(SKIP_REASON)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def control_plane(assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    plane = ControlPlane(assets=assets, workdir=tmp_path_factory.mktemp("envtest"))
+    try:
+        plane.start()
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="session")
+def api(control_plane: ControlPlane) -> Iterator[Any]:
+    client = control_plane.api_client()
+    yield client
+    client.close()
+
+
+class Cluster:
+    """The typed entry points of the kubernetes client the tests use, on one ApiClient."""
+
+    def __init__(self, api_client: Any) -> None:
+        from kubernetes import client
+
+        self.core = client.CoreV1Api(api_client)
+        self.objects = client.CustomObjectsApi(api_client)
+        self.crds = client.ApiextensionsV1Api(api_client)
+        self.admission = client.AdmissionregistrationV1Api(api_client)
+
+    def create(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        group, version, plural = RESOURCES[obj["kind"]]
+        extra = {"dry_run": "All"} if dry_run else {}
+        created: dict[str, Any] = self.objects.create_namespaced_custom_object(group, version, namespace, plural, obj, **extra)
+        return created
+
+    def get(self, namespace: str, kind: str, name: str) -> dict[str, Any]:
+        group, version, plural = RESOURCES[kind]
+        found: dict[str, Any] = self.objects.get_namespaced_custom_object(group, version, namespace, plural, name)
+        return found
+
+    def replace(self, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+        group, version, plural = RESOURCES[obj["kind"]]
+        name = obj["metadata"]["name"]
+        replaced: dict[str, Any] = self.objects.replace_namespaced_custom_object(group, version, namespace, plural, name, obj)
+        return replaced
+
+    def exists(self, namespace: str, kind: str, name: str) -> bool:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.get(namespace, kind, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def create_namespace(self, *, labels: dict[str, str] | None = None) -> str:
+        name = f"e2e-{uuid.uuid4().hex[:8]}"
+        self.core.create_namespace({"metadata": {"name": name, "labels": labels or {}}})
+        return name
+
+
+def _install_vm_crd(cluster: Cluster) -> None:
+    cluster.crds.create_custom_resource_definition(VM_CRD)
+
+    def established() -> bool:
+        conditions = cluster.crds.read_custom_resource_definition(VM_CRD["metadata"]["name"]).status.conditions or []
+        return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+    wait_until(established, what="the VirtualMachine CRD to be established")
+
+
+def wait_for_mutation(cluster: Cluster, namespace: str) -> None:
+    """The API server loads webhook configurations asynchronously: dry-run until they bite."""
+
+    def mutated() -> bool:
+        return all(placed(cluster.create(namespace, workload(kind, "warm-up"), dry_run=True)) for kind in RESOURCES)
+
+    wait_until(mutated, what="the API server to call the webhook", timeout=60, interval=0.5)
+
+
+@pytest.fixture(scope="session")
+def cluster(api: Any) -> Cluster:
+    return Cluster(api)
+
+
+@pytest.fixture(scope="session")
+def webhook(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
+    workdir = tmp_path_factory.mktemp("webhook")
+    policies = workdir / "policies"
+    policies.mkdir()
+    (policies / "e2e-placement.yaml").write_text(POLICY_YAML)
+    server = Webhook(workdir=workdir, policies=policies)
+    server.start()
+    try:
+        _install_vm_crd(cluster)
+        cluster.admission.create_mutating_webhook_configuration(
+            webhook_configuration(url=server.url, ca_bundle=server.ca_bundle)
+        )
+        wait_for_mutation(cluster, cluster.create_namespace())
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, webhook: Webhook) -> str:
+    return cluster.create_namespace()
+
+
+@pytest.fixture
+def skipped_namespace(cluster: Cluster, webhook: Webhook) -> str:
+    return cluster.create_namespace(labels={ANNOTATION_SKIP: "true"})
+
+
+@pytest.fixture
+def wait_mutating() -> Callable[[Cluster, str], None]:
+    return wait_for_mutation

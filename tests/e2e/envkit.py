@@ -1,0 +1,338 @@
+"""An envtest-style control plane for the end-to-end tier: etcd and kube-apiserver on loopback, and
+the webhook as a real ``placement-webhook serve`` subprocess over TLS.
+
+This follows controller-runtime's envtest convention: ``KUBEBUILDER_ASSETS`` names a folder holding
+the ``etcd`` and ``kube-apiserver`` binaries (``setup-envtest use -p path`` prints one). Nothing else
+of Kubernetes runs: no controllers, no scheduler, no kubelet; objects are only stored, which is all
+an admission webhook needs. Imported by name (``from envkit import ...``); ``conftest`` puts this
+folder on the path.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "placement-webhook"
+SKIP_REASON = (
+    "the e2e tier needs a real API server: set KUBEBUILDER_ASSETS to a folder holding the "
+    "kube-apiserver and etcd binaries (for example `export KUBEBUILDER_ASSETS=$(setup-envtest use -p path)`); "
+    "see docs/install.md"
+)
+BINARIES = ("etcd", "kube-apiserver")
+
+
+def find_assets(environ: dict[str, str] | None = None) -> Path | None:
+    """The KUBEBUILDER_ASSETS folder when it holds both binaries, else None."""
+    value = (environ if environ is not None else dict(os.environ)).get("KUBEBUILDER_ASSETS", "")
+    if not value:
+        return None
+    folder = Path(value)
+    if all(os.access(folder / name, os.X_OK) for name in BINARIES):
+        return folder
+    return None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(check: Callable[[], bool], *, what: str, timeout: float = 60.0, interval: float = 0.25) -> None:
+    """Poll ``check`` until it holds; readiness of real processes cannot be faked."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+@dataclass
+class Process:
+    """A child process whose output goes to a log file, stopped politely then firmly."""
+
+    name: str
+    argv: list[str]
+    log: Path
+    env: dict[str, str] | None = None
+    popen: subprocess.Popen[bytes] | None = field(default=None, init=False)
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.popen = subprocess.Popen(
+                self.argv, stdout=out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+            )
+
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def stop(self, *, grace: float = 15.0) -> int | None:
+        if self.popen is None:
+            return None
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        code = self.popen.returncode
+        self.popen = None
+        return code
+
+    def tail(self, lines: int = 40) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def ensure_alive(self) -> None:
+        if not self.running():
+            raise RuntimeError(f"{self.name} exited early; last output:\n{self.tail()}")
+
+
+def _get(url: str, *, context: ssl.SSLContext | None = None, token: str | None = None) -> int:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except (urllib.error.URLError, OSError):
+        return 0
+
+
+def make_certs(out: Path, *, service: str, ips: list[str], dns: list[str]) -> Path:
+    """CA + serving certificate with the project's own ``placement-webhook certs`` command."""
+    argv = [sys.executable, "-m", "webhook", "certs", "--service", service, "--namespace", "default", "--out", str(out)]
+    for name in dns:
+        argv += ["--dns", name]
+    for ip in ips:
+        argv += ["--ip", ip]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"placement-webhook certs failed: {done.stderr}")
+    return out
+
+
+def make_service_account_key(path: Path) -> Path:
+    """The key kube-apiserver signs and checks service-account tokens with (required flags)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    path.chmod(0o600)
+    return path
+
+
+@dataclass
+class ControlPlane:
+    """etcd + kube-apiserver on loopback, with an admin bearer token in ``system:masters``."""
+
+    assets: Path
+    workdir: Path
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    etcd_port: int = field(default_factory=free_port)
+    api_port: int = field(default_factory=free_port)
+    processes: list[Process] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.api_port}"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.workdir / "apiserver-pki" / "ca.crt"
+
+    def start(self) -> None:
+        self._start_etcd()
+        self._start_apiserver()
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
+
+    def _start_etcd(self) -> None:
+        peer = free_port()
+        client_url = f"http://127.0.0.1:{self.etcd_port}"
+        etcd = Process("etcd", [
+            str(self.assets / "etcd"),
+            "--name=envtest",
+            f"--data-dir={self.workdir / 'etcd'}",
+            f"--listen-client-urls={client_url}",
+            f"--advertise-client-urls={client_url}",
+            f"--listen-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-cluster=envtest=http://127.0.0.1:{peer}",
+            # A throw-away store: durability only costs time here.
+            "--unsafe-no-fsync=true",
+        ], self.workdir / "etcd.log")
+        etcd.start()
+        self.processes.append(etcd)
+        wait_until(lambda: etcd.ensure_alive() or _get(f"{client_url}/health") == 200, what="etcd /health")
+
+    def _apiserver_argv(self) -> list[str]:
+        pki = make_certs(self.workdir / "apiserver-pki", service="kubernetes", ips=["127.0.0.1"], dns=["localhost"])
+        sa_key = make_service_account_key(self.workdir / "sa.key")
+        tokens = self.workdir / "tokens.csv"
+        tokens.write_text(f'{self.token},envtest-admin,envtest-admin,"system:masters"\n')
+        tokens.chmod(0o600)
+        return [
+            str(self.assets / "kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={self.api_port}",
+            f"--tls-cert-file={pki / 'tls.crt'}",
+            f"--tls-private-key-file={pki / 'tls.key'}",
+            f"--token-auth-file={tokens}",
+            "--authorization-mode=RBAC",
+            f"--service-account-issuer={self.url}",
+            f"--service-account-key-file={sa_key}",
+            f"--service-account-signing-key-file={sa_key}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--allow-privileged=true",
+            # No controller creates service-account tokens here (envtest does the same).
+            "--disable-admission-plugins=ServiceAccount",
+        ]
+
+    def _start_apiserver(self) -> None:
+        apiserver = Process("kube-apiserver", self._apiserver_argv(), self.workdir / "kube-apiserver.log")
+        apiserver.start()
+        self.processes.append(apiserver)
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        wait_until(
+            lambda: apiserver.ensure_alive() or _get(f"{self.url}/readyz", context=context, token=self.token) == 200,
+            what="kube-apiserver /readyz",
+            timeout=120,
+        )
+
+    def api_client(self) -> Any:
+        from kubernetes import client
+
+        configuration = client.Configuration()
+        configuration.host = self.url
+        configuration.ssl_ca_cert = str(self.ca_file)
+        configuration.api_key = {"authorization": self.token}
+        configuration.api_key_prefix = {"authorization": "Bearer"}
+        return client.ApiClient(configuration)
+
+
+@dataclass
+class Webhook:
+    """``placement-webhook serve`` over TLS on loopback, as the API server reaches it by URL."""
+
+    workdir: Path
+    policies: Path
+    port: int = field(default_factory=free_port)
+    metrics_port: int = field(default_factory=free_port)
+    process: Process | None = field(default=None, init=False)
+
+    @property
+    def pki(self) -> Path:
+        return self.workdir / "webhook-pki"
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}/mutate"
+
+    @property
+    def ca_bundle(self) -> str:
+        return base64.b64encode((self.pki / "ca.crt").read_bytes()).decode()
+
+    def start(self) -> None:
+        if not (self.pki / "tls.crt").exists():
+            make_certs(self.pki, service="placement-webhook", ips=["127.0.0.1"], dns=["localhost"])
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_WEBHOOK_")}
+        self.process = Process("placement-webhook", [
+            sys.executable, "-m", "webhook", "serve",
+            f"--policies={self.policies}",
+            f"--tls-cert={self.pki / 'tls.crt'}",
+            f"--tls-key={self.pki / 'tls.key'}",
+            "--host=127.0.0.1",
+            f"--port={self.port}",
+            f"--metrics-port={self.metrics_port}",
+            "--shutdown-grace=2",
+        ], self.workdir / "webhook.log", env=env)
+        self.process.start()
+        process = self.process
+        wait_until(
+            lambda: process.ensure_alive() or _get(f"http://127.0.0.1:{self.metrics_port}/readyz") == 200,
+            what="placement-webhook /readyz",
+        )
+
+    def stop(self) -> int | None:
+        code = self.process.stop() if self.process else None
+        self.process = None
+        return code
+
+
+def webhook_configuration(*, url: str, ca_bundle: str) -> dict[str, Any]:
+    """The chart's own MutatingWebhookConfiguration, pointed at a webhook outside the cluster."""
+    import helm_python
+    import yaml
+
+    values = {"webhook": {"url": url}, "tls": {"mode": "secret", "secretName": "unused", "caBundle": ca_bundle}}
+    with helm_python.Chart.load(CHART) as chart:
+        manifests = chart.render(values=values, name="e2e", namespace="placement-system", is_install=True)
+    for path, text in manifests.items():
+        if not path.endswith(".yaml"):
+            continue
+        for doc in yaml.safe_load_all(text):
+            if isinstance(doc, dict) and doc.get("kind") == "MutatingWebhookConfiguration":
+                return doc
+    raise LookupError("the chart rendered no MutatingWebhookConfiguration")
+
+
+# A minimal KubeVirt VirtualMachine CRD: the real one's names and scope, and a schema that keeps
+# every field (KubeVirt's own schema is large; the webhook treats the object as raw JSON anyway).
+VM_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "virtualmachines.kubevirt.io"},
+    "spec": {
+        "group": "kubevirt.io",
+        "scope": "Namespaced",
+        "names": {"plural": "virtualmachines", "singular": "virtualmachine", "kind": "VirtualMachine",
+                  "listKind": "VirtualMachineList", "shortNames": ["vm", "vms"]},
+        "versions": [{
+            "name": "v1",
+            "served": True,
+            "storage": True,
+            "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                },
+            }},
+        }],
+    },
+}
+
+
+@contextlib.contextmanager
+def stopped(webhook: Webhook) -> Iterator[None]:
+    """The webhook is down inside the block and serving again after it."""
+    webhook.stop()
+    try:
+        yield
+    finally:
+        webhook.start()
