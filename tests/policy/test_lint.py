@@ -1,0 +1,183 @@
+"""The ``lint`` and ``schema`` commands, called through the real CLI dispatcher."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from webhook import cli
+
+PolicyFile = Callable[..., Path]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_clean_set_prints_the_count_and_exits_0(policy_file: PolicyFile, capsys: pytest.CaptureFixture[str]) -> None:
+    path = policy_file("placement: {nodeSelector: {disktype: ssd}}")
+    assert _run(capsys, "lint", str(path.parent)) == (0, "1 policies OK\n", "")
+
+
+def test_errors_go_to_stderr_as_file_line_field_message_and_exit_1(
+    policy_file: PolicyFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = policy_file("placement: {nodeSelecter: {}}")
+    code, out, err = _run(capsys, "lint", str(path))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f'{path}:6: spec.placement.nodeSelecter: unknown field "nodeSelecter"; did you mean "nodeSelector"?',
+        "1 error",
+    ]
+
+
+def test_a_missing_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "lint", str(tmp_path / "nope"))
+    assert (code, out) == (2, "")
+    assert "nope: no such file or directory" in err
+
+
+def test_the_default_path_is_policies_in_the_working_directory(
+    policy_file: PolicyFile, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = policy_file("scheduling: {schedulerName: s}", file="policies/p.yaml")
+    monkeypatch.chdir(path.parent.parent)
+    assert _run(capsys, "lint")[:2] == (0, "1 policies OK\n")
+
+
+def test_a_bad_kinds_config_is_a_usage_error(
+    policy_file: PolicyFile, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = policy_file("scheduling: {schedulerName: s}")
+    config = tmp_path / "kinds.yaml"
+    config.write_text("kinds: [{kind: Widget}]\n", encoding="utf-8")
+    assert _run(capsys, "lint", "--kinds-config", str(config), str(path))[0] == 2
+
+
+def test_extra_kinds_from_a_config_file_are_known_to_lint(
+    policy_file: PolicyFile, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = policy_file("match: {kinds: [example.com/Widget]}\nscheduling: {schedulerName: s}")
+    config = tmp_path / "kinds.yaml"
+    config.write_text(
+        "kinds:\n- {group: example.com, version: v1, kind: Widget, podSpecPath: /spec/pod, podLabelsPath: /metadata/labels}\n",
+        encoding="utf-8",
+    )
+    assert _run(capsys, "lint", str(path))[0] == 1
+    assert _run(capsys, "lint", "--kinds-config", str(config), str(path))[:2] == (0, "1 policies OK\n")
+
+
+class TestConflicts:
+    """Two policies that can select one object and set a scalar field differently."""
+
+    def _lint(self, policy_file: PolicyFile, capsys: pytest.CaptureFixture[str], a: str, b: str) -> tuple[int, str]:
+        policy_file(a, name="first", file="a.yaml")
+        path = policy_file(b, name="second", file="b.yaml")
+        code, _, err = _run(capsys, "lint", str(path.parent))
+        return code, err
+
+    @pytest.mark.parametrize("field", ["priorityClassName", "schedulerName"])
+    def test_overlapping_policies_setting_different_values_are_reported(
+        self, policy_file: PolicyFile, capsys: pytest.CaptureFixture[str], field: str
+    ) -> None:
+        code, err = self._lint(
+            policy_file, capsys,
+            f"order: 1\nmatch: {{kinds: [Deployment], namespaces: ['team-*']}}\nscheduling: {{{field}: one}}",
+            f"order: 2\nmatch: {{kinds: [Deployment, StatefulSet], namespaces: [team-a]}}\nscheduling: {{{field}: two}}",
+        )
+        assert code == 1
+        assert f"b.yaml:8: spec.scheduling.{field}: conflicts with policy 'first' (" in err
+        assert "a.yaml:8), which sets 'one'" in err
+
+    def test_preemption_policy_conflicts_are_reported(
+        self, policy_file: PolicyFile, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        code, err = self._lint(
+            policy_file, capsys,
+            "scheduling: {preemptionPolicy: Never}", "scheduling: {preemptionPolicy: PreemptLowerPriority}",
+        )
+        assert code == 1 and "spec.scheduling.preemptionPolicy: conflicts with policy" in err
+
+    @pytest.mark.parametrize(
+        ("match_a", "match_b"),
+        [
+            ("kinds: [Deployment]", "kinds: [StatefulSet]"),
+            ("namespaces: [prod]", "namespaces: [staging, 'dev-*']"),
+            ("namespaces: ['team-a-*']", "namespaces: ['team-b-*']"),
+            ("names: ['api-*']", "names: ['web-*']"),
+            ("selector: {matchLabels: {tier: web}}", "selector: {matchLabels: {tier: db}}"),
+            ("selector: {matchLabels: {tier: web}}",
+             "selector: {matchExpressions: [{key: tier, operator: NotIn, values: [web]}]}"),
+            ("podSelector: {matchExpressions: [{key: gpu, operator: Exists}]}",
+             "podSelector: {matchExpressions: [{key: gpu, operator: DoesNotExist}]}"),
+            ("operations: [CREATE]", "operations: [UPDATE]"),
+            ("annotations: {team.example.com/owner: 'a-*'}", "annotations: {team.example.com/owner: 'b-*'}"),
+            ("namespaces: [prod]", "excludeNamespaces: [prod]"),
+        ],
+    )
+    def test_policies_that_cannot_select_the_same_object_do_not_conflict(
+        self, policy_file: PolicyFile, capsys: pytest.CaptureFixture[str], match_a: str, match_b: str
+    ) -> None:
+        code, err = self._lint(
+            policy_file, capsys,
+            f"match: {{{match_a}}}\nscheduling: {{priorityClassName: one}}",
+            f"match: {{{match_b}}}\nscheduling: {{priorityClassName: two}}",
+        )
+        assert (code, err) == (0, "")
+
+    def test_equal_values_and_audit_policies_are_not_conflicts(
+        self, policy_file: PolicyFile, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        policy_file("scheduling: {priorityClassName: same}", name="a", file="a.yaml")
+        policy_file("scheduling: {priorityClassName: same}", name="b", file="b.yaml")
+        path = policy_file("enforcement: audit\nscheduling: {priorityClassName: other}", name="c", file="c.yaml")
+        assert _run(capsys, "lint", str(path.parent))[:2] == (0, "3 policies OK\n")
+
+
+NEVER = [
+    ("only-delete", "match: {operations: [DELETE, CONNECT]}\nscheduling: {schedulerName: s}", 6,
+     "spec.match.operations", "admission never mutates these"),
+    ("all-namespaces-excluded", "match: {namespaces: [prod, 'team-*'], excludeNamespaces: ['*']}\n"
+     "scheduling: {schedulerName: s}", 6, "spec.match.namespaces", "every namespace"),
+    ("listed-namespace-excluded", "match: {namespaces: [prod]}\nexclude: {namespaces: ['pro*']}\n"
+     "scheduling: {schedulerName: s}", 6, "spec.match.namespaces", "every namespace"),
+    ("all-kinds-excluded", "match: {kinds: [Deployment]}\nexclude: {kinds: [apps/v1/Deployment]}\n"
+     "scheduling: {schedulerName: s}", 7, "spec.exclude.kinds", "every kind"),
+    ("all-names-excluded", "match: {names: [api]}\nexclude: {names: ['*']}\nscheduling: {schedulerName: s}", 6,
+     "spec.match.names", "every name"),
+    ("contradictory-selector", "match:\n  selector:\n    matchLabels: {tier: web}\n    matchExpressions:\n"
+     "    - {key: tier, operator: In, values: [db]}\nscheduling: {schedulerName: s}", 7, "spec.match.selector",
+     "contradicts itself"),
+    ("rollout-for-statefulsets", "match: {kinds: [StatefulSet]}\nrollout: {mode: safe}", 7, "spec.rollout",
+     "Deployments only"),
+    ("vm-for-deployments", "match: {kinds: [Deployment]}\nvm: {evictionStrategy: LiveMigrate}", 7, "spec.vm",
+     "KubeVirt kinds only"),
+    ("spread-for-daemonsets", "match: {kinds: [DaemonSet]}\nplacement:\n  podAntiAffinity: {spread: required}", 8,
+     "spec.placement.podAntiAffinity.spread", "already run one pod per node"),
+    ("empty-placement", "placement: {}", 6, "spec.placement", "placement is empty"),
+    ("empty-scheduling", "scheduling: {}", 6, "spec.scheduling", "scheduling is empty"),
+    ("does-nothing", "description: nothing", 5, "spec", "the policy does nothing"),
+]
+
+
+@pytest.mark.parametrize(("spec", "line", "field", "fragment"), [c[1:] for c in NEVER], ids=[c[0] for c in NEVER])
+def test_policies_that_can_never_apply_are_findings(
+    policy_file: PolicyFile, capsys: pytest.CaptureFixture[str], spec: str, line: int, field: str, fragment: str
+) -> None:
+    path = policy_file(spec)
+    code, out, err = _run(capsys, "lint", str(path))
+    assert (code, out) == (1, "")
+    [finding, summary] = err.splitlines()
+    assert finding.startswith(f"{path}:{line}: {field}: ") and fragment in finding
+    assert summary == "1 finding"
+
+
+def test_schema_prints_an_indented_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "schema")
+    schema = json.loads(out)
+    assert code == 0 and out.startswith('{\n  "')
+    assert schema["title"] == "PlacementPolicy" and schema["additionalProperties"] is False
