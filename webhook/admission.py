@@ -80,7 +80,7 @@ def _admit(request: Request, policies: PolicySet, cluster: ClusterView | None) -
         text = f"{ANNOTATION_SKIP}=true: placement policies skipped"
         return Outcome(object=request.object, patch=[], warnings=[text], result="skipped", reason=text)
     run = _Run(request=request, target=target, cluster=cluster)
-    for policy in policies.candidates(target):
+    for policy in matching.index_for(policies).candidates(target, run.subject().namespace):
         run.consider(policy)
     return run.finish()
 

@@ -15,9 +15,10 @@ import argparse
 import difflib
 import json
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
@@ -86,7 +87,8 @@ class Item:
 
 def describe(obj: dict[str, Any], request: review.Request | None = None) -> str:
     """``Kind/namespace/name`` (``Kind/name`` without a namespace) for messages."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     kind = obj.get("kind") or (request.kind if request else "") or "(no kind)"
     name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else None)
     name = name or (request.name if request else None) or "(unnamed)"
@@ -280,8 +282,7 @@ def _print_patch(items: list[Item], out: TextIO) -> None:
     if len(items) == 1:
         out.write(json.dumps(items[0].outcome.patch, indent=2) + "\n")
         return
-    for item in items:
-        out.write(f"# {item.label}\n{json.dumps(item.outcome.patch, indent=2)}\n")
+    out.writelines(f"# {item.label}\n{json.dumps(item.outcome.patch, indent=2)}\n" for item in items)
 
 
 def _print_diff(items: list[Item], out: TextIO) -> None:
@@ -292,5 +293,4 @@ def _print_diff(items: list[Item], out: TextIO) -> None:
 
 
 def _print_review(items: list[Item], out: TextIO) -> None:
-    for item in items:
-        out.write(json.dumps(review.respond(item.request, item.outcome), indent=2) + "\n")
+    out.writelines(json.dumps(review.respond(item.request, item.outcome), indent=2) + "\n" for item in items)

@@ -16,12 +16,13 @@ Decisions where Kubernetes offers no rule:
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from webhook.policyset import Policy
+from webhook.policyset import Policy, PolicySet
 from webhook.targets import Target, get_path
 
 if TYPE_CHECKING:  # the cluster view is only consulted through its protocol
@@ -45,17 +46,30 @@ class Subject:
     cluster: ClusterView | None = None
 
 
-class Verdict(NamedTuple):
+class _Miss:
+    """A criterion that does not hold. The reason is formatted only when someone reads it:
+    with many policies most predicates miss, and most misses are never explained."""
+
+    __slots__ = ("explain", "undecided")
+
+    def __init__(self, explain: Callable[[], str], undecided: bool = False) -> None:
+        self.explain, self.undecided = explain, undecided
+
+
+class Verdict:
     """A decision and the reason for it; ``undecided`` when it needed an unknown cluster fact."""
 
-    matched: bool
-    reason: str
-    undecided: bool = False
+    __slots__ = ("_explain", "matched", "undecided")
 
+    def __init__(self, matched: bool, explain: Callable[[], str], undecided: bool = False) -> None:
+        self.matched, self.undecided, self._explain = matched, undecided, explain
 
-class _Miss(NamedTuple):
-    reason: str
-    undecided: bool = False
+    @property
+    def reason(self) -> str:
+        return self._explain()
+
+    def __repr__(self) -> str:
+        return f"Verdict(matched={self.matched}, reason={self.reason!r}, undecided={self.undecided})"
 
 
 Predicate = Callable[[Subject], "_Miss | None"]
@@ -88,20 +102,28 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else _NO_LABELS
 
 
+_MATCHED = Verdict(True, lambda: "matched")
+_EXCLUDED = Verdict(False, lambda: "excluded: every exclude criterion holds")
+
+
 def selects(policy: Policy, subj: Subject) -> Verdict:
     """Whether ``policy`` applies: its ``match`` holds and its ``exclude`` does not."""
     match_preds, exclude_preds = _compiled(policy)
     for pred in match_preds:
         miss = pred(subj)
         if miss is not None:
-            return Verdict(False, miss.reason, miss.undecided)
+            return Verdict(False, miss.explain, miss.undecided)
     if not exclude_preds:
-        return Verdict(True, "matched")
+        return _MATCHED
     for pred in exclude_preds:
         miss = pred(subj)
         if miss is not None:
-            return Verdict(True, f"matched (not excluded: {miss.reason})", miss.undecided)
-    return Verdict(False, "excluded: every exclude criterion holds")
+            return Verdict(True, _not_excluded(miss.explain), miss.undecided)
+    return _EXCLUDED
+
+
+def _not_excluded(explain: Callable[[], str]) -> Callable[[], str]:
+    return lambda: f"matched (not excluded: {explain()})"
 
 
 def _compiled(policy: Policy) -> tuple[list[Predicate], list[Predicate]]:
@@ -113,6 +135,59 @@ def _compiled(policy: Policy) -> tuple[list[Predicate], list[Predicate]]:
         cached = (match_preds, compile_criteria(exclude, policy=None, default_operations=None))
         policy.cache["matching"] = cached
     return cached
+
+
+def may_match_namespace(policy: Policy, namespace: str | None) -> bool:
+    """A cheap, conservative pre-check of ``match.namespaces``: False only when ``selects``
+    would certainly refuse the policy for objects in ``namespace``."""
+    patterns = (policy.spec.get("match") or {}).get("namespaces")
+    if patterns is None:
+        return True
+    if namespace is None:
+        return False
+    return namespace in patterns or any(c in p for p in patterns for c in "*?[")
+
+
+class CandidateIndex:
+    """The policies of a set that can match objects of one kind in one namespace, in run order.
+
+    ``PolicySet`` indexes by kind; with many per-team policies most candidates of a kind name
+    other namespaces, so this second level (filled lazily, bounded) keeps the cost of an
+    admission close to the number of policies that can really apply.
+    """
+
+    MAX_ENTRIES = 4096
+
+    def __init__(self, policies: PolicySet) -> None:
+        self._policies = policies
+        self._cache: dict[tuple[str, str, str | None], tuple[Policy, ...]] = {}
+
+    def candidates(self, target: Target, namespace: str | None) -> tuple[Policy, ...]:
+        key = (target.group, target.kind, namespace)
+        hit = self._cache.get(key)
+        if hit is None:
+            if len(self._cache) >= self.MAX_ENTRIES:
+                self._cache.clear()
+            hit = tuple(p for p in self._policies.candidates(target) if may_match_namespace(p, namespace))
+            self._cache[key] = hit
+        return hit
+
+
+# One index per live policy set, keyed by identity: a reload builds a new set, and the old
+# index goes away with the old set. (PolicySet hashes by content, which costs O(policies).)
+_indexes: dict[int, tuple[weakref.ref[PolicySet], CandidateIndex]] = {}
+
+
+def index_for(policies: PolicySet) -> CandidateIndex:
+    """The memoised ``CandidateIndex`` of a policy set."""
+    key = id(policies)
+    entry = _indexes.get(key)
+    if entry is not None and entry[0]() is policies:
+        return entry[1]
+    index = CandidateIndex(policies)
+    forget = _indexes.pop  # bound now: module globals may be gone when a late callback runs
+    _indexes[key] = (weakref.ref(policies, lambda _ref: forget(key, None)), index)
+    return index
 
 
 def compile_criteria(
@@ -165,10 +240,13 @@ def kind_ref_matches(ref: str, target: Target) -> bool:
 
 
 def _targets_pred(targets: frozenset[Target], kinds: Sequence[str]) -> Predicate:
+    # (group, kind) pairs: hashing two interned strings is far cheaper than hashing a Target.
+    wanted = frozenset((t.group, t.kind) for t in targets)
+
     def pred(s: Subject) -> _Miss | None:
-        if s.target in targets:
+        if (s.target.group, s.target.kind) in wanted:
             return None
-        return _Miss(f"kind {s.target.describe()} is not in match.kinds {_show(kinds)}")
+        return _Miss(lambda: f"kind {s.target.describe()} is not in match.kinds {_show(kinds)}")
 
     return pred
 
@@ -177,7 +255,7 @@ def _kinds_pred(kinds: Sequence[str]) -> Predicate:
     def pred(s: Subject) -> _Miss | None:
         if any(kind_ref_matches(ref, s.target) for ref in kinds):
             return None
-        return _Miss(f"kind {s.target.describe()} is not in kinds {_show(kinds)}")
+        return _Miss(lambda: f"kind {s.target.describe()} is not in kinds {_show(kinds)}")
 
     return pred
 
@@ -186,7 +264,7 @@ def _operations_pred(operations: Sequence[str]) -> Predicate:
     allowed = frozenset(operations)
 
     def pred(s: Subject) -> _Miss | None:
-        return None if s.operation in allowed else _Miss(f"operation {s.operation} is not in {_show(operations)}")
+        return None if s.operation in allowed else _Miss(lambda: f"operation {s.operation} is not in {_show(operations)}")
 
     return pred
 
@@ -202,8 +280,8 @@ def _namespaces_pred(patterns: Sequence[str]) -> Predicate:
 
     def pred(s: Subject) -> _Miss | None:
         if s.namespace is None:
-            return _Miss(f"the object has no namespace; namespaces {_show(patterns)} is set")
-        return None if hit(s.namespace) else _Miss(f"namespace {s.namespace} is not in {_show(patterns)}")
+            return _Miss(lambda: f"the object has no namespace; namespaces {_show(patterns)} is set")
+        return None if hit(s.namespace) else _Miss(lambda: f"namespace {s.namespace} is not in {_show(patterns)}")
 
     return pred
 
@@ -213,7 +291,7 @@ def _exclude_namespaces_pred(patterns: Sequence[str]) -> Predicate:
 
     def pred(s: Subject) -> _Miss | None:
         if s.namespace is not None and hit(s.namespace):
-            return _Miss(f"namespace {s.namespace} is in excludeNamespaces {_show(patterns)}")
+            return _Miss(lambda: f"namespace {s.namespace} is in excludeNamespaces {_show(patterns)}")
         return None
 
     return pred
@@ -223,7 +301,7 @@ def _names_pred(patterns: Sequence[str]) -> Predicate:
     hit = _globs(patterns)
 
     def pred(s: Subject) -> _Miss | None:
-        return None if hit(s.name) else _Miss(f"name {s.name or '(none)'} is not in {_show(patterns)}")
+        return None if hit(s.name) else _Miss(lambda: f"name {s.name or '(none)'} is not in {_show(patterns)}")
 
     return pred
 
@@ -235,9 +313,10 @@ def _annotations_pred(wanted: Mapping[str, str]) -> Predicate:
         for key, pattern in items:
             value = s.annotations.get(key)
             if value is None:
-                return _Miss(f"annotation {key} is not set")
+                return _Miss(lambda key=key: f"annotation {key} is not set")
             if not fnmatchcase(str(value), pattern):
-                return _Miss(f"annotation {key}={value} does not match {pattern!r}")
+                text = f"annotation {key}={value} does not match {pattern!r}"
+                return _Miss(lambda: text)
         return None
 
     return pred
@@ -245,8 +324,10 @@ def _annotations_pred(wanted: Mapping[str, str]) -> Predicate:
 
 def _selector_pred(selector: Mapping[str, Any], field: str, labels_of: Callable[[Subject], Mapping[str, Any]]) -> Predicate:
     def pred(s: Subject) -> _Miss | None:
-        why = selector_mismatch(selector, labels_of(s))
-        return None if why is None else _Miss(f"{field}: {why}")
+        labels = labels_of(s)
+        if selector_matches(selector, labels):
+            return None
+        return _Miss(lambda: f"{field}: {selector_mismatch(selector, labels)}")
 
     return pred
 
@@ -254,16 +335,39 @@ def _selector_pred(selector: Mapping[str, Any], field: str, labels_of: Callable[
 def _namespace_selector_pred(selector: Mapping[str, Any]) -> Predicate:
     def pred(s: Subject) -> _Miss | None:
         if s.namespace is None:
-            return _Miss("namespaceSelector: the object has no namespace")
+            return _Miss(lambda: "namespaceSelector: the object has no namespace")
         if s.cluster is None:
-            return _Miss("namespaceSelector needs namespace labels; no cluster view is configured", True)
+            return _Miss(lambda: "namespaceSelector needs namespace labels; no cluster view is configured", True)
         labels = s.cluster.namespace_labels(s.namespace)
         if labels is None:
-            return _Miss(f"namespaceSelector: namespace {s.namespace} is unknown to the cluster view", True)
-        why = selector_mismatch(selector, labels)
-        return None if why is None else _Miss(f"namespaceSelector: namespace {s.namespace}: {why}")
+            return _Miss(lambda: f"namespaceSelector: namespace {s.namespace} is unknown to the cluster view", True)
+        if selector_matches(selector, labels):
+            return None
+        return _Miss(lambda: f"namespaceSelector: namespace {s.namespace}: {selector_mismatch(selector, labels)}")
 
     return pred
+
+
+def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """Whether ``labels`` satisfy a Kubernetes LabelSelector (see ``selector_mismatch``)."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or ():
+        key, op = expr.get("key", ""), expr.get("operator", "")
+        if op == "In":
+            ok = key in labels and labels[key] in (expr.get("values") or ())
+        elif op == "NotIn":
+            ok = key not in labels or labels[key] not in (expr.get("values") or ())
+        elif op == "Exists":
+            ok = key in labels
+        elif op == "DoesNotExist":
+            ok = key not in labels
+        else:  # the loader rejects other operators; never select on one we do not know
+            ok = False
+        if not ok:
+            return False
+    return True
 
 
 def selector_mismatch(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> str | None:

@@ -19,7 +19,7 @@ from webhook import engine
 # --import-mode=importlib, so test folders are not packages).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import admission_helpers  # noqa: E402
+import admission_helpers
 
 
 @pytest.fixture

@@ -187,3 +187,26 @@ def test_predicates_are_compiled_once_per_policy() -> None:
     compiled = p.cache["matching"]
     matching.selects(p, _subject(namespace="dev"))
     assert p.cache["matching"] is compiled
+
+
+LABELS = [{}, {"tier": "web"}, {"tier": "db", "zone": "a"}]
+SELECTORS = [
+    {},
+    {"matchLabels": {"tier": "web"}},
+    {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "db"]}]},
+    {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["web"]}]},
+    {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
+    {"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]},
+    {"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["1"]}]},
+    {"matchLabels": {"tier": "db"}, "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+]
+
+
+@pytest.mark.parametrize("selector", SELECTORS)
+@pytest.mark.parametrize("labels", LABELS)
+def test_the_fast_selector_check_and_the_explanation_always_agree(selector: dict[str, Any], labels: dict[str, str]) -> None:
+    assert matching.selector_matches(selector, labels) is (matching.selector_mismatch(selector, labels) is None)
+
+
+def test_unknown_selector_operators_never_select() -> None:
+    assert not matching.selector_matches({"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["1"]}]}, {})
