@@ -141,16 +141,16 @@ class TestConflicts:
 NEVER = [
     ("only-delete", "match: {operations: [DELETE, CONNECT]}\nscheduling: {schedulerName: s}", 6,
      "spec.match.operations", "admission never mutates these"),
-    ("all-namespaces-excluded", "match: {namespaces: [prod, 'team-*'], excludeNamespaces: ['*']}\n"
-     "scheduling: {schedulerName: s}", 6, "spec.match.namespaces", "every namespace"),
-    ("listed-namespace-excluded", "match: {namespaces: [prod]}\nexclude: {namespaces: ['pro*']}\n"
-     "scheduling: {schedulerName: s}", 6, "spec.match.namespaces", "every namespace"),
-    ("all-kinds-excluded", "match: {kinds: [Deployment]}\nexclude: {kinds: [apps/v1/Deployment]}\n"
-     "scheduling: {schedulerName: s}", 7, "spec.exclude.kinds", "every kind"),
+    ("all-namespaces-excluded", ("match: {namespaces: [prod, 'team-*'], excludeNamespaces: ['*']}\n"
+     "scheduling: {schedulerName: s}"), 6, "spec.match.namespaces", "every namespace"),
+    ("listed-namespace-excluded", ("match: {namespaces: [prod]}\nexclude: {namespaces: ['pro*']}\n"
+     "scheduling: {schedulerName: s}"), 6, "spec.match.namespaces", "every namespace"),
+    ("all-kinds-excluded", ("match: {kinds: [Deployment]}\nexclude: {kinds: [apps/v1/Deployment]}\n"
+     "scheduling: {schedulerName: s}"), 7, "spec.exclude.kinds", "every kind"),
     ("all-names-excluded", "match: {names: [api]}\nexclude: {names: ['*']}\nscheduling: {schedulerName: s}", 6,
      "spec.match.names", "every name"),
-    ("contradictory-selector", "match:\n  selector:\n    matchLabels: {tier: web}\n    matchExpressions:\n"
-     "    - {key: tier, operator: In, values: [db]}\nscheduling: {schedulerName: s}", 7, "spec.match.selector",
+    ("contradictory-selector", ("match:\n  selector:\n    matchLabels: {tier: web}\n    matchExpressions:\n"
+     "    - {key: tier, operator: In, values: [db]}\nscheduling: {schedulerName: s}"), 7, "spec.match.selector",
      "contradicts itself"),
     ("rollout-for-statefulsets", "match: {kinds: [StatefulSet]}\nrollout: {mode: safe}", 7, "spec.rollout",
      "Deployments only"),

@@ -45,19 +45,19 @@ CASES = [
      "spec.placement.nodeAffinity.required[0].matchExpressions[0].key", "name part must be"),
     ("invalid-label-value", _expr("operator: In", "values: ['has space']"), 12,
      "spec.placement.nodeAffinity.required[0].matchExpressions[0].values[0]", "not a valid label value"),
-    ("matchfields-key", "placement:\n  nodeAffinity:\n    required:\n    - matchFields:\n"
-     "      - {key: metadata.labels, operator: In, values: [n1]}", 10,
+    ("matchfields-key", ("placement:\n  nodeAffinity:\n    required:\n    - matchFields:\n"
+     "      - {key: metadata.labels, operator: In, values: [n1]}"), 10,
      "spec.placement.nodeAffinity.required[0].matchFields[0].key", "only key 'metadata.name'"),
-    ("matchfields-operator", "placement:\n  nodeAffinity:\n    required:\n    - matchFields:\n"
-     "      - key: metadata.name\n        operator: Exists", 11,
+    ("matchfields-operator", ("placement:\n  nodeAffinity:\n    required:\n    - matchFields:\n"
+     "      - key: metadata.name\n        operator: Exists"), 11,
      "spec.placement.nodeAffinity.required[0].matchFields[0].operator", "only operators In and NotIn"),
-    ("matchfields-one-value", "placement:\n  nodeAffinity:\n    required:\n    - matchFields:\n"
-     "      - key: metadata.name\n        operator: In\n        values: [a, b]", 12,
+    ("matchfields-one-value", ("placement:\n  nodeAffinity:\n    required:\n    - matchFields:\n"
+     "      - key: metadata.name\n        operator: In\n        values: [a, b]"), 12,
      "spec.placement.nodeAffinity.required[0].matchFields[0].values", "exactly one value"),
     ("empty-term", "placement:\n  nodeAffinity:\n    required:\n    - {}", 9,
      "spec.placement.nodeAffinity.required[0]", "an empty term matches no node"),
-    ("weight-too-low", "placement:\n  nodeAffinity:\n    preferred:\n    - weight: 0\n"
-     "      preference: {matchExpressions: [{key: a, operator: Exists}]}", 9,
+    ("weight-too-low", ("placement:\n  nodeAffinity:\n    preferred:\n    - weight: 0\n"
+     "      preference: {matchExpressions: [{key: a, operator: Exists}]}"), 9,
      "spec.placement.nodeAffinity.preferred[0].weight", "must be at least 1"),
     ("weight-too-high", "placement:\n  podAntiAffinity:\n    spread: preferred\n    weight: 101", 9,
      "spec.placement.podAntiAffinity.weight", "must be at most 100"),
@@ -67,16 +67,16 @@ CASES = [
      "spec.placement.podAntiAffinity.topologyKey", "must not be empty"),
     ("topology-key-invalid", "placement:\n  podAntiAffinity:\n    spread: required\n    topologyKey: a/b/c", 9,
      "spec.placement.podAntiAffinity.topologyKey", "prefix part"),
-    ("pod-affinity-topology-key-missing", "placement:\n  podAffinity:\n    required:\n"
-     "    - labelSelector: {matchLabels: {app: db}}", 9,
+    ("pod-affinity-topology-key-missing", ("placement:\n  podAffinity:\n    required:\n"
+     "    - labelSelector: {matchLabels: {app: db}}"), 9,
      "spec.placement.podAffinity.required[0].topologyKey", "required field is missing"),
     ("node-selector-key", "placement:\n  nodeSelector:\n    'bad key': x", 8,
      "spec.placement.nodeSelector[bad key]", "key 'bad key'"),
     ("node-selector-boolean", "placement:\n  nodeSelector:\n    gpu: yes", 8,
      "spec.placement.nodeSelector.gpu", "quote it"),
-    ("anti-affinity-preferred-single-expression", "placement:\n  nodeAntiAffinity:\n    preferred:\n"
+    ("anti-affinity-preferred-single-expression", ("placement:\n  nodeAntiAffinity:\n    preferred:\n"
      "    - weight: 10\n      preference:\n        matchExpressions:\n        - {key: a, operator: Exists}\n"
-     "        - {key: b, operator: Exists}", 10,
+     "        - {key: b, operator: Exists}"), 10,
      "spec.placement.nodeAntiAffinity.preferred[0].preference", "NOT A OR NOT B"),
     ("rollout-both-zero", "rollout:\n  mode: explicit\n  maxSurge: 0\n  maxUnavailable: 0%", 9,
      "spec.rollout.maxUnavailable", "may not both be zero"),
@@ -98,12 +98,12 @@ CASES = [
      "spec.scheduling.schedulerName", "not a valid DNS subdomain"),
     ("preemption-policy", "scheduling:\n  preemptionPolicy: Always", 7,
      "spec.scheduling.preemptionPolicy", "must be one of 'Never' or 'PreemptLowerPriority'"),
-    ("toleration-exists-with-value", "placement:\n  tolerations:\n  - key: a\n    operator: Exists\n"
-     "    value: b", 10, "spec.placement.tolerations[0].value", "takes no value"),
+    ("toleration-exists-with-value", ("placement:\n  tolerations:\n  - key: a\n    operator: Exists\n"
+     "    value: b"), 10, "spec.placement.tolerations[0].value", "takes no value"),
     ("toleration-effect", "placement:\n  tolerations:\n  - {key: a, operator: Exists, effect: Never}", 8,
      "spec.placement.tolerations[0].effect", "must be one of"),
-    ("toleration-seconds-needs-noexecute", "placement:\n  tolerations:\n  - key: a\n    operator: Exists\n"
-     "    tolerationSeconds: 30", 10, "spec.placement.tolerations[0].tolerationSeconds", "NoExecute"),
+    ("toleration-seconds-needs-noexecute", ("placement:\n  tolerations:\n  - key: a\n    operator: Exists\n"
+     "    tolerationSeconds: 30"), 10, "spec.placement.tolerations[0].tolerationSeconds", "NoExecute"),
     ("toleration-without-key", "placement:\n  tolerations:\n  - value: x", 8,
      "spec.placement.tolerations[0].operator", "must use operator Exists"),
     ("capacity-needs-prefer-or-require", "placement:\n  capacity:\n    provider: aks", 7,
@@ -114,13 +114,13 @@ CASES = [
      "spec.placement.capacity.provider", "must be one of 'generic'"),
     ("threshold-range", "placement:\n  resources:\n    preferredCPU: {weight: 80, threshold: 170%}", 8,
      "spec.placement.resources.preferredCPU.threshold", "from '0%' to '100%'"),
-    ("resource-type", "placement:\n  resources:\n    requiredResources:\n    - resourceType: disk\n"
-     "      minAvailable: '1'", 9, "spec.placement.resources.requiredResources[0].resourceType", "must be one of"),
-    ("quantity", "placement:\n  resources:\n    requiredResources:\n    - resourceType: memory\n"
-     "      minAvailable: 4GB", 10, "spec.placement.resources.requiredResources[0].minAvailable",
+    ("resource-type", ("placement:\n  resources:\n    requiredResources:\n    - resourceType: disk\n"
+     "      minAvailable: '1'"), 9, "spec.placement.resources.requiredResources[0].resourceType", "must be one of"),
+    ("quantity", ("placement:\n  resources:\n    requiredResources:\n    - resourceType: memory\n"
+     "      minAvailable: 4GB"), 10, "spec.placement.resources.requiredResources[0].minAvailable",
      "not a valid quantity"),
-    ("whole-gpus", "placement:\n  resources:\n    requiredResources:\n    - resourceType: gpu\n"
-     "      minAvailable: 500m", 10, "spec.placement.resources.requiredResources[0].minAvailable", "whole devices"),
+    ("whole-gpus", ("placement:\n  resources:\n    requiredResources:\n    - resourceType: gpu\n"
+     "      minAvailable: 500m"), 10, "spec.placement.resources.requiredResources[0].minAvailable", "whole devices"),
     ("enforcement", "enforcement: enforce", 6, "spec.enforcement", "must be one of 'patch' or 'audit'"),
     ("on-conflict", "onConflict: overwrite", 6, "spec.onConflict", "must be one of 'merge', 'keep' or 'replace'"),
     ("order-integer", "order: '10'", 6, "spec.order", "must be an integer"),
@@ -130,8 +130,8 @@ CASES = [
     ("operations", "match:\n  operations: [CREATE, PATCH]", 7, "spec.match.operations[1]", "must be one of"),
     ("spread-weight-with-required", "placement:\n  podAntiAffinity:\n    spread: required\n    weight: 50", 9,
      "spec.placement.podAntiAffinity.weight", "only to spread: preferred"),
-    ("match-label-keys-in-both", "placement:\n  podAffinity:\n    required:\n    - topologyKey: zone\n"
-     "      labelSelector: {matchLabels: {app: a}}\n      matchLabelKeys: [rev]\n      mismatchLabelKeys: [rev]", 12,
+    ("match-label-keys-in-both", ("placement:\n  podAffinity:\n    required:\n    - topologyKey: zone\n"
+     "      labelSelector: {matchLabels: {app: a}}\n      matchLabelKeys: [rev]\n      mismatchLabelKeys: [rev]"), 12,
      "spec.placement.podAffinity.required[0].mismatchLabelKeys", "in both matchLabelKeys and mismatchLabelKeys"),
     ("vm-eviction-strategy", "vm:\n  evictionStrategy: Migrate", 7, "spec.vm.evictionStrategy", "must be one of"),
 ]
