@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import yaml
 
-__all__ = ["YamlError", "Document", "load_text", "load_file"]
+__all__ = ["Document", "YamlError", "load_file", "load_text"]
 
 Key = str | int
 PathT = tuple[Key, ...]
@@ -122,8 +123,7 @@ def load_text(text: str, *, file: str = "<stdin>", strict: bool = False) -> list
     ``strict`` rejects duplicate mapping keys; otherwise the last one wins, as the API
     server's default (non-strict) decoding does for manifests people actually write.
     """
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     loader = _Loader(text)
     docs: list[Document] = []
     try:
