@@ -58,7 +58,28 @@ class State:
         self.policies = PolicySource(config.policies, targets=config.targets)
         self.metrics = metrics if metrics is not None else Metrics()
         self.shutting_down = False
+        # Reviews being read or answered (requests are unhashable): id -> their connection.
+        self.in_flight: dict[int, asyncio.Transport | None] = {}
+        self._quiet = asyncio.Event()  # set while nothing is in flight
+        self._quiet.set()
         self._empty = PolicySet(targets=config.targets)
+
+    def begin(self, request: web.BaseRequest) -> None:
+        self.in_flight[id(request)] = request.transport
+        self._quiet.clear()
+
+    def end(self, request: web.BaseRequest) -> None:
+        self.in_flight.pop(id(request), None)
+        if not self.in_flight:
+            self._quiet.set()
+
+    async def quiesce(self, timeout: float) -> bool:
+        """Wait until no review is in flight; False when ``timeout`` ran out first."""
+        try:
+            await asyncio.wait_for(self._quiet.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
 
     def not_ready(self) -> list[str]:
         """Why the server should not receive traffic; empty when ready."""
@@ -148,6 +169,17 @@ async def reloaders(app: web.Application) -> AsyncIterator[None]:
 async def mutate(request: web.Request) -> web.Response:
     """One AdmissionReview in, one out; bad input is a 4xx with a JSON error, never a 500."""
     state = request.app[STATE]
+    state.begin(request)
+    try:
+        response = await _mutate(request, state)
+    finally:
+        state.end(request)
+    if state.shutting_down:
+        response.force_close()  # no further request on this connection: we are going away
+    return response
+
+
+async def _mutate(request: web.Request, state: State) -> web.Response:
     started = time.perf_counter()
     if request.content_type != "application/json":
         return _reject(state, started, 415, f"Content-Type must be application/json, not {request.content_type!r}")
@@ -242,7 +274,9 @@ async def metrics(request: web.Request) -> web.Response:
 async def serve(config: ServerConfig, *, on_ready: Callable[[State], None] | None = None) -> int:
     """Serve until SIGTERM or SIGINT, then shut down gracefully; returns the exit code."""
     state = State(config)
-    tls = web.AppRunner(make_app(state), shutdown_timeout=config.shutdown_grace, handle_signals=False, access_log=None)
+    # The grace period is spent in ``_drain``; the runner's own timeout only bounds the
+    # cancellation of reviews still unfinished after it.
+    tls = web.AppRunner(make_app(state), shutdown_timeout=1.0, handle_signals=False, access_log=None)
     plain = web.AppRunner(make_metrics_app(state), shutdown_timeout=1.0, handle_signals=False, access_log=None)
     await tls.setup()  # runs the reloaders' first load
     await plain.setup()
@@ -257,12 +291,29 @@ async def serve(config: ServerConfig, *, on_ready: Callable[[State], None] | Non
         log.info("shutting down", extra={"fields": {"graceSeconds": config.shutdown_grace}})
     finally:
         state.shutting_down = True
-        # Stops listening, closes idle keep-alive connections, then waits for in-flight
-        # reviews up to the grace period; the metrics port answers /readyz 503 meanwhile.
+        await _drain(tls, state, config.shutdown_grace)
         await tls.cleanup()
         await plain.cleanup()
     log.info("stopped")
     return 0
+
+
+async def _drain(runner: web.AppRunner, state: State, grace: float) -> None:
+    """Stop listening, close idle keep-alive connections, let in-flight reviews finish.
+
+    aiohttp's own shutdown closes every connection first and then ignores bytes still
+    arriving on them, which would cut off a review whose body is still being uploaded;
+    so only connections with nothing in flight are closed here. The metrics port keeps
+    answering (``/readyz`` 503) meanwhile.
+    """
+    for site in list(runner.sites):
+        await site.stop()
+    busy = set(state.in_flight.values())
+    for connection in runner.server.connections if runner.server else []:
+        if connection.transport not in busy:
+            connection.close()
+    if not await state.quiesce(grace):
+        log.warning("grace period over, cutting off reviews in flight", extra={"fields": {"inFlight": len(state.in_flight)}})
 
 
 def _stop_on_signals(state: State) -> asyncio.Event:

@@ -1,0 +1,116 @@
+"""``serve`` configuration: flags, ``PLACEMENT_WEBHOOK_*`` variables, ``--dev`` defaults."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from webhook import cli, serve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    serve.configure_serve(parser)
+    return parser.parse_args(list(argv))
+
+
+REQUIRED = {"PLACEMENT_WEBHOOK_POLICIES": "/p", "PLACEMENT_WEBHOOK_TLS_CERT": "/c", "PLACEMENT_WEBHOOK_TLS_KEY": "/k"}
+
+
+def test_every_flag_has_an_environment_variable_named_after_it() -> None:
+    envs = {opt.flag: opt.env for opt in serve.OPTIONS}
+    assert envs["tls-cert"] == "PLACEMENT_WEBHOOK_TLS_CERT"
+    assert envs["shutdown-grace"] == "PLACEMENT_WEBHOOK_SHUTDOWN_GRACE"
+    assert all(env == "PLACEMENT_WEBHOOK_" + flag.upper().replace("-", "_") for flag, env in envs.items())
+
+
+def test_a_flag_wins_over_its_environment_variable() -> None:
+    values = serve.resolve(_args("--port", "9443"), {**REQUIRED, "PLACEMENT_WEBHOOK_PORT": "7443"})
+    assert values["port"] == 9443
+
+
+def test_environment_variables_fill_what_flags_leave_out() -> None:
+    env = {**REQUIRED, "PLACEMENT_WEBHOOK_SHUTDOWN_GRACE": "12.5", "PLACEMENT_WEBHOOK_CLIENT_CA": "/ca.crt"}
+    values = serve.resolve(_args(), env)
+    assert values["shutdown_grace"] == 12.5
+    assert values["client_ca"] == Path("/ca.crt")
+    assert values["tls_cert"] == Path("/c") and values["policies"] == [Path("/p")]
+
+
+def test_defaults_apply_when_neither_flag_nor_variable_is_set() -> None:
+    values = serve.resolve(_args(), REQUIRED)
+    expected = {"host": "0.0.0.0", "port": 8443, "metrics_port": 8080, "shutdown_grace": 30.0, "reload_interval": 5.0, "log_level": "info"}
+    assert {k: values[k] for k in expected} == expected
+    assert values["client_ca"] is None and values["dev"] is False
+
+
+def test_several_policy_folders_come_from_repeated_flags_or_a_path_list() -> None:
+    assert serve.resolve(_args("--policies", "a", "--policies", "b"), REQUIRED)["policies"] == [Path("a"), Path("b")]
+    assert serve.resolve(_args(), {**REQUIRED, "PLACEMENT_WEBHOOK_POLICIES": "a:b"})["policies"] == [Path("a"), Path("b")]
+
+
+def test_dev_fills_in_the_local_setup_and_flags_still_win() -> None:
+    values = serve.resolve(_args("--dev", "--port", "9443"), {})
+    assert values["tls_cert"] == Path("certs/tls.crt") and values["tls_key"] == Path("certs/tls.key")
+    assert values["policies"] == [Path("policies")]
+    assert values["host"] == "127.0.0.1" and values["port"] == 9443
+    assert serve.resolve(_args(), {"PLACEMENT_WEBHOOK_DEV": "true"})["host"] == "127.0.0.1"
+
+
+@pytest.mark.parametrize("missing", ["PLACEMENT_WEBHOOK_POLICIES", "PLACEMENT_WEBHOOK_TLS_CERT", "PLACEMENT_WEBHOOK_TLS_KEY"])
+def test_policies_certificate_and_key_are_required_without_dev(missing: str) -> None:
+    env = {k: v for k, v in REQUIRED.items() if k != missing}
+    with pytest.raises(serve.ConfigError, match=f"or {missing}\\) is required"):
+        serve.resolve(_args(), env)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("PLACEMENT_WEBHOOK_PORT", "https", "invalid literal"),
+        ("PLACEMENT_WEBHOOK_PORT", "70000", "port must be 0..65535"),
+        ("PLACEMENT_WEBHOOK_METRICS_PORT", "-1", "port must be 0..65535"),
+        ("PLACEMENT_WEBHOOK_SHUTDOWN_GRACE", "-5", "seconds >= 0"),
+        ("PLACEMENT_WEBHOOK_RELOAD_INTERVAL", "nan", "seconds >= 0"),
+        ("PLACEMENT_WEBHOOK_DEV", "maybe", "expected true or false"),
+        ("PLACEMENT_WEBHOOK_LOG_LEVEL", "loud", "must be one of debug, info, warning, error"),
+    ],
+)
+def test_a_bad_environment_value_is_a_usage_error_naming_the_variable(variable: str, value: str, message: str) -> None:
+    with pytest.raises(serve.ConfigError, match=message) as caught:
+        serve.resolve(_args(), {**REQUIRED, variable: value})
+    assert str(caught.value).startswith(variable)
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--port", "99999"), ("--shutdown-grace", "soon"), ("--log-level", "loud")])
+def test_a_bad_flag_value_is_a_usage_error(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["serve", flag, value])
+    assert caught.value.code == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_serve_without_its_required_settings_exits_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in REQUIRED:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("PLACEMENT_WEBHOOK_DEV", raising=False)
+    assert cli.main(["serve"]) == 2
+    assert "--policies (or PLACEMENT_WEBHOOK_POLICIES) is required" in capsys.readouterr().err
+
+
+def test_a_broken_kinds_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kinds = tmp_path / "kinds.yaml"
+    kinds.write_text("kinds:\n- kind: Widget\n")
+    code = cli.main(["serve", "--policies", "p", "--tls-cert", "c", "--tls-key", "k", "--kinds-config", str(kinds)])
+    assert code == 2
+    assert "kinds[0]" in capsys.readouterr().err
+
+
+def test_the_operations_guide_documents_every_flag_and_variable() -> None:
+    guide = (ROOT / "docs" / "operations.md").read_text()
+    for opt in serve.OPTIONS:
+        assert f"`--{opt.flag}" in guide, opt.flag
+        assert f"`{opt.env}`" in guide, opt.env
