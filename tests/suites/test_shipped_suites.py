@@ -5,6 +5,7 @@ the failure message is the same case output ``placement-webhook test`` prints.
 """
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +19,13 @@ POLICIES = Path(__file__).resolve().parents[2] / "policies"
 SUITE_FILES = sorted(POLICIES.glob("*.suite.yaml"))
 
 
+@functools.cache
+def _all_cases() -> tuple[tuple[suites.LoadedSuite, suites.LoadedCase], ...]:
+    return tuple((s, c) for file in SUITE_FILES for s in suites.load_suites(file) for c in s.cases)
+
+
 def loaded_cases() -> Iterator[tuple[suites.LoadedSuite, suites.LoadedCase]]:
-    for file in SUITE_FILES:
-        for suite in suites.load_suites(file):
-            for case in suite.cases:
-                yield suite, case
+    return iter(_all_cases())
 
 
 def applied_to(name: str) -> list[suites.LoadedCase]:
