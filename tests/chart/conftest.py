@@ -5,9 +5,10 @@ Rendering is offline: ``lookup`` returns nothing, exactly as on a first ``helm i
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 import yaml

@@ -13,9 +13,9 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import yaml

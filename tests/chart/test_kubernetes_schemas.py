@@ -5,7 +5,8 @@ built-in API's schemas, so their shape is pinned by tests/chart/test_tls.py inst
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

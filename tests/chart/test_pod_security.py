@@ -5,7 +5,8 @@ controls plus the restricted ones) as Pod Security admission applies them to a p
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 

@@ -1,8 +1,9 @@
 """The chart renders for every TLS mode, passes Helm's lint, and refuses values that cannot work."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

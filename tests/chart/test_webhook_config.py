@@ -1,8 +1,9 @@
 """The MutatingWebhookConfiguration: what the API server sends, where, and what it never sends."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml

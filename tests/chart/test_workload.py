@@ -4,8 +4,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml

@@ -7,17 +7,26 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from e2e_workloads import POLICY_YAML, RESOURCES, placed, workload  # noqa: E402
-from envkit import SKIP_REASON, VM_CRD, ControlPlane, Webhook, find_assets, wait_until, webhook_configuration  # noqa: E402
+from e2e_workloads import POLICY_YAML, RESOURCES, placed, workload
+from envkit import (
+    SKIP_REASON,
+    VM_CRD,
+    ControlPlane,
+    Webhook,
+    find_assets,
+    wait_until,
+    webhook_configuration,
+)
 
-from webhook import ANNOTATION_SKIP  # noqa: E402
+from webhook import ANNOTATION_SKIP
 
 
 @pytest.fixture(scope="session")
@@ -51,10 +60,12 @@ class Cluster:
     def __init__(self, api_client: Any) -> None:
         from kubernetes import client
 
-        self.core = client.CoreV1Api(api_client)
-        self.objects = client.CustomObjectsApi(api_client)
-        self.crds = client.ApiextensionsV1Api(api_client)
-        self.admission = client.AdmissionregistrationV1Api(api_client)
+        # Typed as Any: the generated client serialises plain dicts as bodies, which its stubs do
+        # not admit, and the tests want dicts back (raw JSON, as the webhook sees objects).
+        self.core: Any = client.CoreV1Api(api_client)
+        self.objects: Any = client.CustomObjectsApi(api_client)
+        self.crds: Any = client.ApiextensionsV1Api(api_client)
+        self.admission: Any = client.AdmissionregistrationV1Api(api_client)
 
     def create(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         group, version, plural = RESOURCES[obj["kind"]]

@@ -21,9 +21,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -102,9 +103,11 @@ class Process:
         text = self.log.read_text(errors="replace") if self.log.exists() else ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def ensure_alive(self) -> None:
+    def answers(self, url: str, *, context: ssl.SSLContext | None = None, token: str | None = None) -> bool:
+        """Whether ``url`` answers 200; a process that died fails at once, with its output."""
         if not self.running():
             raise RuntimeError(f"{self.name} exited early; last output:\n{self.tail()}")
+        return _get(url, context=context, token=token) == 200
 
 
 def _get(url: str, *, context: ssl.SSLContext | None = None, token: str | None = None) -> int:
@@ -186,7 +189,7 @@ class ControlPlane:
         ], self.workdir / "etcd.log")
         etcd.start()
         self.processes.append(etcd)
-        wait_until(lambda: etcd.ensure_alive() or _get(f"{client_url}/health") == 200, what="etcd /health")
+        wait_until(lambda: etcd.answers(f"{client_url}/health"), what="etcd /health")
 
     def _apiserver_argv(self) -> list[str]:
         pki = make_certs(self.workdir / "apiserver-pki", service="kubernetes", ips=["127.0.0.1"], dns=["localhost"])
@@ -219,7 +222,7 @@ class ControlPlane:
         self.processes.append(apiserver)
         context = ssl.create_default_context(cafile=str(self.ca_file))
         wait_until(
-            lambda: apiserver.ensure_alive() or _get(f"{self.url}/readyz", context=context, token=self.token) == 200,
+            lambda: apiserver.answers(f"{self.url}/readyz", context=context, token=self.token),
             what="kube-apiserver /readyz",
             timeout=120,
         )
@@ -274,7 +277,7 @@ class Webhook:
         self.process.start()
         process = self.process
         wait_until(
-            lambda: process.ensure_alive() or _get(f"http://127.0.0.1:{self.metrics_port}/readyz") == 200,
+            lambda: process.answers(f"http://127.0.0.1:{self.metrics_port}/readyz"),
             what="placement-webhook /readyz",
         )
 

@@ -4,7 +4,8 @@ client. Needs KUBEBUILDER_ASSETS (see docs/install.md); skipped with that messag
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from e2e_workloads import RESOURCES, placed, untouched, workload

@@ -11,7 +11,14 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from e2e_workloads import POLICY_NAME, POLICY_YAML, RESOURCES, placed, untouched, workload
+from e2e_workloads import (
+    POLICY_NAME,
+    POLICY_YAML,
+    RESOURCES,
+    placed,
+    untouched,
+    workload,
+)
 from envkit import SKIP_REASON, VM_CRD, find_assets, webhook_configuration
 
 from webhook import ANNOTATION_SKIP, admission, loader, review
