@@ -122,6 +122,10 @@ def selects(policy: Policy, subj: Subject) -> Verdict:
     return _EXCLUDED
 
 
+def _const(text: str) -> Callable[[], str]:
+    return lambda: text
+
+
 def _not_excluded(explain: Callable[[], str]) -> Callable[[], str]:
     return lambda: f"matched (not excluded: {explain()})"
 
@@ -313,10 +317,9 @@ def _annotations_pred(wanted: Mapping[str, str]) -> Predicate:
         for key, pattern in items:
             value = s.annotations.get(key)
             if value is None:
-                return _Miss(lambda key=key: f"annotation {key} is not set")
+                return _Miss(_const(f"annotation {key} is not set"))
             if not fnmatchcase(str(value), pattern):
-                text = f"annotation {key}={value} does not match {pattern!r}"
-                return _Miss(lambda: text)
+                return _Miss(_const(f"annotation {key}={value} does not match {pattern!r}"))
         return None
 
     return pred

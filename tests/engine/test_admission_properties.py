@@ -13,7 +13,8 @@ For every generated policy set and workload:
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import jsonpatch
 import kubernetes_validate

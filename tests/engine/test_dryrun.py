@@ -204,7 +204,7 @@ def test_namespace_and_operation_flags_reach_matching(tmp_path: Path, capsys: py
 
 def test_warnings_go_to_stderr_with_kind_namespace_and_name(tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, "d.yaml", DEPLOYMENT.replace("containers:", "nodeSelector: {disktype: hdd}\n      containers:"))
-    code, out, err = _mutate(capsys, policies, "-f", str(path), "-n", "shop")
+    code, _, err = _mutate(capsys, policies, "-f", str(path), "-n", "shop")
     assert code == 0
     assert "warning: Deployment/shop/web: ssd:" in err
 
