@@ -1,0 +1,251 @@
+"""Server benchmark: the real webhook over TLS against a bare aiohttp TLS app, same run.
+
+    python bench/server_bench.py [--seconds 4] [--connections 8] [--rate 500] [--check]
+
+Starts each server in its own process (`placement-webhook serve` with 10 and with 1,000
+policies, and `bench/bare_app.py`), then drives it from a separate process over keep-alive
+TLS connections with a typical ~8 KiB Deployment review, loopback only, nothing installed:
+- closed loop: N connections send back to back -> throughput, p50/p99 latency;
+- fixed rate: reviews started on a fixed schedule (latency counted from the scheduled
+  start, so a stalled server cannot hide its queueing) -> p50/p99 at --rate reviews/s.
+Targets (issue 3): at 10 policies >= 75% of the bare app's throughput; p99 < 5 ms at 500/s.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from engine_bench import policy_yaml, typical_deployment  # noqa: E402
+
+from webhook import certs  # noqa: E402
+
+
+def review_body(i: int = 7) -> bytes:
+    """A v1 AdmissionReview for a typical Deployment, with the managedFields an API server
+    adds, about 8 KiB in all."""
+    obj = typical_deployment(i)
+    obj["metadata"]["managedFields"] = [
+        {"manager": "argocd-controller", "operation": "Apply", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+         "fieldsV1": {f"f:spec.template.spec.containers[{c}].env[{k}]": {} for k in range(20)}}
+        for c in range(3)
+    ]
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+            "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+            "namespace": obj["metadata"]["namespace"],
+            "name": obj["metadata"]["name"],
+            "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:argocd:argocd-application-controller"},
+            "object": obj,
+            "dryRun": False,
+        },
+    }
+    return json.dumps(review).encode()
+
+
+# --- the load generator (runs in its own process: `--drive`) ---------------------------------
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def _closed_loop(url: str, ctx: ssl.SSLContext, body: bytes, *, connections: int, seconds: float) -> dict[str, Any]:
+    import aiohttp
+
+    latencies: list[float] = []
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections, ssl=ctx)) as session:
+        async def worker(deadline: float) -> None:
+            while time.perf_counter() < deadline:
+                start = time.perf_counter()
+                async with session.post(url, data=body, headers=headers) as resp:
+                    await resp.read()
+                    assert resp.status == 200, resp.status
+                latencies.append(time.perf_counter() - start)
+
+        await asyncio.gather(*(worker(time.perf_counter() + 0.5) for _ in range(connections)))  # warm-up
+        latencies.clear()
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(started + seconds) for _ in range(connections)))
+        elapsed = time.perf_counter() - started
+    return {"rps": len(latencies) / elapsed, "p50": _percentile(latencies, 0.5), "p99": _percentile(latencies, 0.99)}
+
+
+async def _fixed_rate(url: str, ctx: ssl.SSLContext, body: bytes, *, rate: float, seconds: float) -> dict[str, Any]:
+    import aiohttp
+
+    latencies: list[float] = []
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64, ssl=ctx)) as session:
+        async def one(scheduled: float) -> None:
+            async with session.post(url, data=body, headers=headers) as resp:
+                await resp.read()
+                assert resp.status == 200, resp.status
+            latencies.append(time.perf_counter() - scheduled)
+
+        for _ in range(50):  # warm up the connection pool
+            await one(time.perf_counter())
+        latencies.clear()
+        tasks = []
+        start = time.perf_counter()
+        for i in range(int(rate * seconds)):
+            scheduled = start + i / rate
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(scheduled)))
+        await asyncio.gather(*tasks)
+    return {"rps": rate, "p50": _percentile(latencies, 0.5), "p99": _percentile(latencies, 0.99)}
+
+
+def drive(args: argparse.Namespace) -> None:
+    ctx = ssl.create_default_context(cafile=args.ca)
+    body = review_body()
+    url = f"https://localhost:{args.port}/mutate"
+    if args.rate:
+        result = asyncio.run(_fixed_rate(url, ctx, body, rate=args.rate, seconds=args.seconds))
+    else:
+        result = asyncio.run(_closed_loop(url, ctx, body, connections=args.connections, seconds=args.seconds))
+    print(json.dumps(result))
+
+
+# --- the orchestration --------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2, context=_insecure()) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"server at {url} did not become ready")
+
+
+def _insecure() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    return ctx
+
+
+@contextmanager
+def _running(argv: list[str], ready_url: str) -> Iterator[None]:
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    try:
+        _wait_ready(ready_url, proc)
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _measure(port: int, ca: Path, args: argparse.Namespace, *, rate: float = 0) -> dict[str, Any]:
+    argv = [sys.executable, __file__, "--drive", "--port", str(port), "--ca", str(ca), "--seconds", str(args.seconds),
+            "--connections", str(args.connections), "--rate", str(rate)]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def _webhook(folder: Path, count: int, tls: Path) -> tuple[list[str], int, str]:
+    policies = folder / f"policies-{count}"
+    policies.mkdir()
+    (policies / "generated.yaml").write_text("---\n".join(policy_yaml(i) for i in range(count)))
+    port, metrics = _free_port(), _free_port()
+    argv = [sys.executable, "-m", "webhook", "serve", "--policies", str(policies), "--tls-cert", str(tls / "tls.crt"),
+            "--tls-key", str(tls / "tls.key"), "--host", "127.0.0.1", "--port", str(port), "--metrics-port", str(metrics)]
+    return argv, port, f"http://127.0.0.1:{metrics}/readyz"
+
+
+def _bare(tls: Path) -> tuple[list[str], int, str]:
+    port = _free_port()
+    argv = [sys.executable, str(ROOT / "bench" / "bare_app.py"), "--port", str(port),
+            "--tls-cert", str(tls / "tls.crt"), "--tls-key", str(tls / "tls.key")]
+    return argv, port, f"https://127.0.0.1:{port}/readyz"
+
+
+def _row(name: str, r: dict[str, Any]) -> str:
+    return f"{name:<28} {r['rps']:>9,.0f}/s  p50 {r['p50'] * 1000:6.2f} ms  p99 {r['p99'] * 1000:6.2f} ms"
+
+
+def orchestrate(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="placement-bench-") as tmp:
+        folder = Path(tmp)
+        tls = folder / "tls"
+        certs.ensure(tls, service="placement-webhook", namespace="default", dns=["localhost"], ips=["127.0.0.1"])
+        print(f"review body: {len(review_body()) / 1024:.1f} KiB, {args.connections} keep-alive connections, "
+              f"{args.seconds:g} s per run, {os.cpu_count()} CPUs")
+        servers = {"bare aiohttp TLS app": _bare(tls)}
+        for count in (10, 1000):
+            servers[f"webhook, {count} policies"] = _webhook(folder, count, tls)
+        results: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        for name, (argv, port, ready) in servers.items():
+            with _running(argv, ready):
+                results[name] = (_measure(port, tls / "ca.crt", args), _measure(port, tls / "ca.crt", args, rate=args.rate))
+        print("closed loop (throughput):")
+        for name, (closed, _) in results.items():
+            print("  " + _row(name, closed))
+        print(f"fixed rate ({args.rate:g} reviews/s):")
+        for name, (_, fixed) in results.items():
+            print("  " + _row(name, fixed))
+        bare = results["bare aiohttp TLS app"][0]["rps"]
+        ratio = results["webhook, 10 policies"][0]["rps"] / bare
+        p99 = results["webhook, 10 policies"][1]["p99"]
+        ok = ratio >= 0.75 and p99 < 0.005
+        print(f"10 policies: {ratio:.0%} of the bare app's throughput (target >= 75%), "
+              f"p99 {p99 * 1000:.2f} ms at {args.rate:g}/s (target < 5 ms): {'ok' if ok else 'MISSED'}")
+        return 1 if (args.check and not ok) else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=4.0, help="duration of each run")
+    parser.add_argument("--connections", type=int, default=8, help="keep-alive connections of the closed loop")
+    parser.add_argument("--rate", type=float, default=500.0, help="reviews per second of the fixed-rate run")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--drive", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--ca", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.drive:
+        drive(args)
+        return 0
+    return orchestrate(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
