@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from engine_bench import policy_yaml, typical_deployment  # noqa: E402
+from engine_bench import policy_yaml, typical_deployment
 
-from webhook import certs  # noqa: E402
+from webhook import certs
 
 
 def review_body(i: int = 7) -> bytes:
