@@ -13,7 +13,6 @@ Containers are created only when something is added to them.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +24,6 @@ from webhook.compile import (
     conjoin,
     copy_json,
     preferred_key,
-    term_contains,
     term_key,
 )
 
@@ -79,55 +77,79 @@ def ensure(container: dict[str, Any], key: str) -> dict[str, Any]:
 # --- semantic equality ----------------------------------------------------------------
 
 
-def _normal(value: Any) -> Any:
-    """Plain data with key order, list order, nulls and empty lists/maps made irrelevant."""
+def freeze(value: Any, *, revision_free: bool = False) -> Any:
+    """A hashable identity of plain data in which key order, list order, nulls and empty
+    lists or maps do not count (every list the engine compares is a set in the API).
+
+    ``revision_free`` drops ``pod-template-hash`` from ``matchLabelKeys``: it only scopes
+    a self anti-affinity term to one revision (SPEC 3.4 rule 3), so a term that differs
+    from ours by it alone is the same spread and must not be added twice.
+    """
     if isinstance(value, dict):
-        return {k: _normal(v) for k, v in value.items() if v is not None and v != [] and v != {}}
+        return frozenset(
+            (k, _freeze_entry(k, v, revision_free)) for k, v in value.items() if v is not None and v != [] and v != {}
+        )
     if isinstance(value, list):
-        return sorted((_normal(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+        return frozenset(freeze(v, revision_free=revision_free) for v in value)
     return value
 
 
-def canonical(value: Any) -> str:
-    return json.dumps(_normal(value), sort_keys=True)
+def _freeze_entry(key: str, value: Any, revision_free: bool) -> Any:
+    if revision_free and key == "matchLabelKeys" and isinstance(value, list):
+        return frozenset(v for v in value if v != "pod-template-hash")
+    return freeze(value, revision_free=revision_free)
 
 
-def anti_term_key(term: Mapping[str, Any]) -> str:
-    """A pod (anti-)affinity entry's identity. ``pod-template-hash`` in ``matchLabelKeys``
-    only scopes a self anti-affinity term to one revision (SPEC 3.4 rule 3), so a term
-    that differs from ours by it alone is the same spread and must not be added twice."""
-    return canonical(_strip_hash(copy_json(dict(term))))
+def canonical(value: Any) -> Any:
+    """Semantic identity of a list entry (a toleration, a required resource, ...)."""
+    return freeze(value)
 
 
-def _strip_hash(term: dict[str, Any]) -> dict[str, Any]:
-    wrapped = term.get("podAffinityTerm")
-    inner: dict[str, Any] = wrapped if isinstance(wrapped, dict) else term
-    keys = inner.get("matchLabelKeys")
-    if isinstance(keys, list):
-        inner["matchLabelKeys"] = [k for k in keys if k != "pod-template-hash"]
-    return term
+def anti_term_key(term: Mapping[str, Any]) -> Any:
+    """Identity of a pod (anti-)affinity entry; see ``freeze(revision_free=True)``."""
+    return freeze(term, revision_free=True)
 
 
-def toleration_key(tol: Mapping[str, Any]) -> str:
+def toleration_key(tol: Mapping[str, Any]) -> Any:
     """Tolerations compared with the API's defaults filled in (operator Equal, empty value)."""
-    return canonical(
-        {
-            "key": tol.get("key") or "",
-            "operator": tol.get("operator") or "Equal",
-            "value": tol.get("value") or "",
-            "effect": tol.get("effect") or "",
-            "tolerationSeconds": tol.get("tolerationSeconds"),
-        }
+    return (
+        tol.get("key") or "",
+        tol.get("operator") or "Equal",
+        tol.get("value") or "",
+        tol.get("effect") or "",
+        tol.get("tolerationSeconds"),
     )
 
 
+def weight_bucket(entry: Mapping[str, Any]) -> Any:
+    """A cheap partition of list entries that semantically equal entries share: only
+    entries in the same bucket need their (costly) semantic key compared."""
+    inner = entry.get("podAffinityTerm")
+    topology = (inner if isinstance(inner, dict) else entry).get("topologyKey")
+    return (entry.get("weight"), topology)
+
+
+def key_bucket(entry: Mapping[str, Any]) -> Any:
+    return entry.get("key"), entry.get("resourceType")
+
+
 def append_missing(
-    target: list[Any], items: Iterable[Mapping[str, Any]], key: Callable[[Any], Any]
+    target: list[Any],
+    items: Iterable[Mapping[str, Any]],
+    key: Callable[[Any], Any],
+    bucket: Callable[[Any], Any] = weight_bucket,
 ) -> bool:
     """Append copies of the items no entry of ``target`` equals; True if any was added."""
-    have = {key(x) for x in target if isinstance(x, dict)}
+    # Most items are already there verbatim on a second pass: a C-speed check first.
+    pending = [item for item in items if item not in target]
+    if not pending:
+        return False
+    # Semantic keys only for the entries that could equal a pending item, so a list that
+    # many policies append to does not cost a key per entry per policy.
+    buckets = {bucket(item) for item in pending}
+    have = {key(x) for x in target if isinstance(x, dict) and bucket(x) in buckets}
     added = False
-    for item in items:
+    for item in pending:
         k = key(item)
         if k not in have:
             target.append(copy_json(dict(item)))
@@ -149,13 +171,15 @@ def and_into(existing: Sequence[Mapping[str, Any]], terms: Sequence[Term]) -> li
     out: list[Any] = []
     seen: set[Any] = set()
     changed = False
+    wanted = [term_key(t) for t in terms]
     for term in existing:
         if not isinstance(term, dict) or not (term.get("matchExpressions") or term.get("matchFields")):
             out.append(term)
             continue
-        if any(term_contains(term, t) for t in terms):
+        mine = term_key(term)
+        if any(w[0] <= mine[0] and w[1] <= mine[1] for w in wanted):
             out.append(term)
-            seen.add(term_key(term))
+            seen.add(mine)
             continue
         changed = True
         for t in terms:
@@ -303,7 +327,7 @@ def tolerations(pod_spec: dict[str, Any], wanted: Sequence[Term], *, mode: str, 
             pod_spec["tolerations"] = copy_json(list(wanted))
             report.changed = True
         return
-    if append_missing(current, wanted, toleration_key):
+    if append_missing(current, wanted, toleration_key, key_bucket):
         report.changed = True
 
 

@@ -163,14 +163,17 @@ def _node_affinity(scheduling: dict[str, Any], fragments: Native, *, mode: str, 
     _append(current, "preferred", fragments.preferred, compiler.preferred_key, report)
 
 
-def _append(container: dict[str, Any], key: str, items: list[Term], key_fn: Any, report: Report) -> None:
+def _append(
+    container: dict[str, Any], key: str, items: list[Term], key_fn: Any, report: Report,
+    bucket: Any = merge.weight_bucket,
+) -> None:
     if not items:
         return
     have = merge.sequence(container, key, where=key)
     if have is None:
         container[key] = compiler.copy_json(items)
         report.changed = True
-    elif merge.append_missing(have, items, key_fn):
+    elif merge.append_missing(have, items, key_fn, bucket):
         report.changed = True
 
 
@@ -209,7 +212,7 @@ def _resources(scheduling: dict[str, Any], resources: Mapping[str, Any], *, mode
         if name in resources:
             merge.scalar(current, name, compiler.copy_json(resources[name]), mode=mode, report=report)
     required = list(resources.get("requiredResources") or ())
-    _append(current, "requiredResources", required, merge.canonical, report)
+    _append(current, "requiredResources", required, merge.canonical, report, merge.key_bucket)
 
 
 def _high_availability(spec: dict[str, Any], spread: compiler.Spread, *, mode: str, report: Report) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from placement_kit import node
+
 from webhook.cluster import (
     ClusterView,
     StaticClusterView,

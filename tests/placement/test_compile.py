@@ -5,8 +5,8 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-
 from placement_kit import make_policy, node, preferred_score
+
 from webhook import compile as compiler
 from webhook.cluster import terms_match
 

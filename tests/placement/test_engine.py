@@ -5,8 +5,8 @@ import copy
 from typing import Any
 
 import pytest
-
 from placement_kit import apply, deployment, make_policy, pod_spec_of
+
 from webhook import LABEL_GROUP
 from webhook.cluster import StaticClusterView
 from webhook.engine import PlacementError, group_value

@@ -5,8 +5,15 @@ import copy
 from typing import Any
 
 import pytest
+from placement_kit import (
+    apply,
+    deployment,
+    make_policy,
+    node,
+    pod_spec_of,
+    required_terms,
+)
 
-from placement_kit import apply, deployment, make_policy, node, pod_spec_of, required_terms
 from webhook import merge
 from webhook.cluster import terms_match
 from webhook.engine import PlacementError

@@ -7,8 +7,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from placement_kit import apply, deployment, make_policy, pod_spec_of, required_terms
+
 from webhook.cluster import StaticClusterView
 from webhook.compile import term_contains
 from webhook.engine import PlacementError

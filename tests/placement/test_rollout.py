@@ -5,8 +5,8 @@ import copy
 from typing import Any
 
 import pytest
-
 from placement_kit import apply, deployment, make_policy, node, pod_spec_of
+
 from webhook.cluster import StaticClusterView
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"

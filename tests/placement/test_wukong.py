@@ -5,8 +5,8 @@ import copy
 from typing import Any
 
 import pytest
-
 from placement_kit import apply, make_policy
+
 from webhook.cluster import StaticClusterView
 from webhook.engine import PlacementError
 
