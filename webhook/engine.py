@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook import LABEL_GROUP, merge, rollout, wukong
+from webhook import LABEL_GROUP, merge, rollout, scheduling, wukong
 from webhook import compile as compiler
 from webhook.cluster import ClusterView
 from webhook.merge import PlacementError, Report
@@ -72,7 +72,7 @@ def _apply_pod(
     if not isinstance(pod_spec, dict):
         raise PlacementError(f"{target.kind} has no pod spec at {where}")
     mode = policy.on_conflict
-    merge.scheduling(pod_spec, compiled.scheduling, mode=mode, report=report, cluster=cluster,
+    scheduling.apply(pod_spec, compiled.scheduling, mode=mode, report=report, cluster=cluster,
                      preemption=not target.kubevirt)
     merge.node_selector(pod_spec, compiled.node_selector, mode=mode, report=report, where=where)
     merge.node_affinity(pod_spec, required=compiled.required, preferred=compiled.preferred, mode=mode,
@@ -101,19 +101,36 @@ def _anti_affinity(
     required, preferred = list(compiled.anti_required), list(compiled.anti_preferred)
     spread = compiled.spread
     present = (pod_spec.get("affinity") or {}).get("podAntiAffinity")
+    term = None
     if spread is not None and not target.self_spread:
         report.warn(f"no self anti-affinity: a {target.kind} runs one pod per node")
     elif spread is not None and not (mode == merge.KEEP and present):
         term = _spread_term(obj, spread, target=target, report=report)
-        if rollout.scope_spread(obj, target=target, rollout=compiled.rollout, pod_spec=pod_spec,
-                                topology_key=spread.topology_key, cluster=cluster) and spread.mode == "required":
-            term["matchLabelKeys"] = sorted({*term.get("matchLabelKeys", ()), rollout.REVISION_KEY})
-        if spread.mode == "required":
-            required.insert(0, term)
-        else:
+        if spread.mode == "preferred":
             preferred.insert(0, {"weight": spread.weight, "podAffinityTerm": term})
+        else:
+            if rollout.scope_spread(obj, target=target, rollout=compiled.rollout, pod_spec=pod_spec,
+                                    topology_key=spread.topology_key, cluster=cluster):
+                term["matchLabelKeys"] = sorted({*term.get("matchLabelKeys", ()), rollout.REVISION_KEY})
+            required.insert(0, term)
     merge.pod_terms(pod_spec, "podAntiAffinity", required=required, preferred=preferred, mode=mode,
                     report=report, where=".".join(target.pod_spec or ()))
+    if spread is not None and term is not None and spread.mode == "required":
+        _check_domains(obj, pod_spec, topology_key=spread.topology_key, report=report, cluster=cluster)
+
+
+def _check_domains(
+    obj: Mapping[str, Any], pod_spec: Mapping[str, Any], *, topology_key: str, report: Report,
+    cluster: ClusterView | None,
+) -> None:
+    """SPEC 4.4: required spread over fewer eligible domains than replicas leaves pods Pending."""
+    if cluster is None:
+        return
+    replicas = (obj.get("spec") or {}).get("replicas")
+    replicas = replicas if isinstance(replicas, int) else 1
+    domains = rollout.eligible_domains(pod_spec, cluster.nodes(), topology_key)
+    if domains < replicas:
+        report.warn(f"required spread: {replicas} replicas but {domains} eligible {topology_key} domains")
 
 
 def _spread_term(obj: dict[str, Any], spread: compiler.Spread, *, target: Target, report: Report) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from typing import Any
 
 from webhook import compile as compiler
 from webhook import merge
+from webhook import scheduling as scheduling_rules
 from webhook.cluster import ClusterView
 from webhook.compile import Term
 from webhook.merge import KEEP, REPLACE, Report
@@ -129,7 +130,7 @@ def apply(
     if compiled.scheduling:
         block = merge.mapping(scheduling, "schedulingPolicy", where="spec.scheduling")
         fresh = block if block is not None else {}
-        merge.scheduling(fresh, compiled.scheduling, mode=mode, report=report, cluster=cluster)
+        scheduling_rules.apply(fresh, compiled.scheduling, mode=mode, report=report, cluster=cluster)
         if block is None and fresh:
             scheduling["schedulingPolicy"] = fresh
     if existing is None and scheduling:

@@ -293,3 +293,31 @@ def test_every_warning_is_prefixed_and_under_120_characters(feature: str) -> Non
     for warning in result.warnings:
         assert warning.startswith(name + ": ")
         assert len(warning) < 120
+
+
+def test_required_spread_over_too_few_eligible_domains_is_reported() -> None:
+    nodes = [{"kind": "Node", "metadata": {"name": f"n{i}", "labels": {HOST: f"n{i}"}}} for i in range(2)]
+    result = apply(deployment(), make_policy(**spread()), StaticClusterView(nodes=nodes))
+    assert "p: required spread: 3 replicas but 2 eligible kubernetes.io/hostname domains" in result.warnings
+
+
+def test_enough_eligible_domains_raise_no_spread_warning() -> None:
+    nodes = [{"kind": "Node", "metadata": {"name": f"n{i}", "labels": {HOST: f"n{i}"}}} for i in range(3)]
+    result = apply(deployment(), make_policy(**spread()), StaticClusterView(nodes=nodes))
+    assert not any("eligible" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("merge", "None"), ("keep", "None"), ("replace", "LiveMigrate")])
+def test_eviction_strategy_follows_each_on_conflict_mode(mode: str, expected: str) -> None:
+    vm = templated("kubevirt.io/v1", "VirtualMachine")
+    vm["spec"]["template"]["spec"]["evictionStrategy"] = "None"
+    apply(vm, make_policy(on_conflict=mode, vm={"evictionStrategy": "LiveMigrate"}))
+    assert vm["spec"]["template"]["spec"]["evictionStrategy"] == expected
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("merge", None), ("keep", None), ("replace", "Never")])
+def test_preemption_policy_follows_each_on_conflict_mode(mode: str, expected: str | None) -> None:
+    obj = deployment(pod_spec={**POD, "priorityClassName": "high", "preemptionPolicy": "PreemptLowerPriority"})
+    cluster = classes(high={"value": 1, "preemptionPolicy": "Never"})
+    apply(obj, make_policy(on_conflict=mode, scheduling={"preemptionPolicy": "Never"}), cluster)
+    assert pod_spec_of(obj)["preemptionPolicy"] == (expected or "PreemptLowerPriority")
