@@ -168,7 +168,9 @@ def apply(
         report.warn("rollout: strategy Recreate left alone")
         return
     if rollout.get("minReadySeconds") is not None:
-        scalar(parent, "minReadySeconds", rollout["minReadySeconds"], mode=mode, report=report, defaults=(0,))
+        # The API server omits a zero minReadySeconds, so in a review "absent" covers the
+        # default; a 0 written in a manifest is a choice like any other value.
+        scalar(parent, "minReadySeconds", rollout["minReadySeconds"], mode=mode, report=report)
     if mode == KEEP and _user_set(strategy):
         return
     if rollout.get("mode", "safe") == "safe":

@@ -186,8 +186,8 @@ def test_keep_mode_leaves_a_user_set_strategy_but_fills_the_api_default(
     assert (obj["spec"]["strategy"] != strategy) is changed
 
 
-@pytest.mark.parametrize(("existing", "expected"), [(None, 5), (0, 5), (30, 30)])
-def test_min_ready_seconds_is_set_when_absent_or_at_its_default(existing: int | None, expected: int) -> None:
+@pytest.mark.parametrize(("existing", "expected"), [(None, 5), (0, 0), (30, 30)])
+def test_min_ready_seconds_is_set_only_when_absent(existing: int | None, expected: int) -> None:
     obj = deployment()
     if existing is not None:
         obj["spec"]["minReadySeconds"] = existing
