@@ -313,6 +313,10 @@ def compiled(policy: Policy) -> Compiled:
             cached = compile_spec(policy.spec)
         except CompileError as exc:
             cached = Compiled(error=str(exc))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            # The loader validates policies; a spec built some other way that slipped past
+            # it fails every object it matches (open, per object) instead of crashing.
+            cached = Compiled(error=f"policy cannot be compiled: {type(exc).__name__}: {exc}")
         policy.cache[CACHE_KEY] = cached
     return cached  # type: ignore[no-any-return]
 

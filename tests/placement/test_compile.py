@@ -271,3 +271,16 @@ def test_quantities_parse_like_kubernetes(text: str, value: Fraction) -> None:
 def test_malformed_quantities_are_compile_errors(text: str) -> None:
     with pytest.raises(compiler.CompileError):
         compiler.parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    "placement",
+    [
+        {"resources": {"preferredCPU": {"weight": 1, "threshold": "seventy"}}},
+        {"resources": {"requiredResources": [{"resourceType": "disk", "minAvailable": "1"}]}},
+        {"capacity": {"prefer": "spot", "provider": "openstack"}},
+        {"nodeAntiAffinity": {"required": [{"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["x"]}]}]}},
+    ],
+)
+def test_a_spec_the_loader_would_reject_becomes_a_policy_error_not_a_crash(placement: dict[str, Any]) -> None:
+    assert compiler.compiled(make_policy(placement=placement)).error
