@@ -53,6 +53,7 @@ class Outcome:
     audited: list[str] = field(default_factory=list)  # audit-mode policies that would have
     result: str = "unchanged"  # one of RESULTS
     error: str | None = None  # engine error (fail open for this object)
+    failed: list[str] = field(default_factory=list)  # policies that raised PlacementError
     reason: str = ""  # why the object was ignored or skipped, for logs and the CLI
 
 
@@ -80,9 +81,15 @@ def _admit(request: Request, policies: PolicySet, cluster: ClusterView | None) -
         text = f"{ANNOTATION_SKIP}=true: placement policies skipped"
         return Outcome(object=request.object, patch=[], warnings=[text], result="skipped", reason=text)
     run = _Run(request=request, target=target, cluster=cluster)
-    for policy in matching.index_for(policies).candidates(target, run.subject().namespace):
-        run.consider(policy)
-    return run.finish()
+    candidates = matching.index_for(policies).candidates(target, run.subject().namespace)
+    # Gatekeeper's rule: re-apply until the object stops changing, at most one pass more
+    # than there are policies. A policy's decision can depend on what a later one wrote
+    # (safe rollouts count the nodes a later nodeSelector leaves eligible), and only a
+    # converged object makes the second admission of the output an empty patch.
+    for _ in range(len(candidates) + 1):
+        if not run.run_pass(candidates):
+            return run.finish()
+    return run.diverged()
 
 
 def _ignore_reason(request: Request, target: Target | None) -> str:
@@ -93,6 +100,8 @@ def _ignore_reason(request: Request, target: Target | None) -> str:
         return f"operation {request.operation} is not mutated"
     if request.sub_resource:
         return f"subresource {request.sub_resource} is not mutated"
+    if request.operation == "UPDATE" and not target.mutable_placement:
+        return f"{target.kind} placement is immutable after creation: UPDATE is not mutated"
     if not isinstance(request.object, dict):
         return "the request carries no object"
     return ""
@@ -124,9 +133,24 @@ class _Run:
         self.original: dict[str, Any] = request.object
         self.working: dict[str, Any] = working_copy(self.original)
         self.warnings: list[str] = []
-        self.applied: list[Policy] = []
-        self.audited: list[str] = []
+        self.applied: list[Policy] = []  # every application that changed the object, in order
+        self.audited: set[str] = set()
+        self.failed: set[str] = set()
+        self.changed_in_pass: list[str] = []
         self._subject: matching.Subject | None = None
+
+    def run_pass(self, candidates: tuple[Policy, ...]) -> bool:
+        """Offer the object to every candidate once; True when the pass as a whole changed
+        it (a ``replace`` policy and a ``merge`` one may each edit a field group and still
+        leave it as the previous pass did: that is settled)."""
+        self.changed_in_pass = []
+        before = working_copy(self.working) if self.applied else None
+        for policy in candidates:
+            if policy.name not in self.failed:
+                self.consider(policy)
+        if not self.changed_in_pass:
+            return False
+        return before is None or not patching.same(before, self.working)
 
     def subject(self) -> matching.Subject:
         # Rebuilt after every change: each policy matches the object as the previous left it.
@@ -159,11 +183,13 @@ class _Run:
             result = self._apply(self.working, policy)
         except engine.PlacementError as exc:
             self.warnings.append(f"{policy.name}: not applied: {exc}")
+            self.failed.add(policy.name)
             self._replay()
             return
         self.warnings.extend(result.warnings)
         if result.changed:
             self.applied.append(policy)
+            self.changed_in_pass.append(policy.name)
             self._subject = None
 
     def _replay(self) -> None:
@@ -183,11 +209,11 @@ class _Run:
             return
         self.warnings.extend(f"(audit) {w}" for w in result.warnings)
         if result.changed:
-            self.audited.append(policy.name)
+            self.audited.add(policy.name)
             self.warnings.append(f"{policy.name}: audit: would {_summary(patching.diff(self.working, scratch))}")
 
     def finish(self) -> Outcome:
-        names = [p.name for p in self.applied]
+        names = sorted({p.name for p in self.applied})
         if names:
             _record_applied(self.working, names)
         patch = patching.diff(self.original, self.working)
@@ -195,9 +221,24 @@ class _Run:
             object=self.working if patch else self.original,
             patch=patch,
             warnings=clip_all(self.warnings),
-            applied=sorted(names),
+            applied=names,
             audited=sorted(self.audited),
+            failed=sorted(self.failed),
             result="patched" if patch else "unchanged",
+        )
+
+    def diverged(self) -> Outcome:
+        """Policies that keep undoing each other (two ``replace`` policies on one field
+        group): an engine error for this object, admitted unchanged (SPEC 4.2)."""
+        fighting = sorted(set(self.changed_in_pass))
+        text = f"policies never settle ({', '.join(fighting)}); object admitted unchanged"
+        return Outcome(
+            object=self.original,
+            patch=[],
+            warnings=clip_all([*self.warnings, text]),
+            failed=sorted(self.failed),
+            result="error",
+            error=text,
         )
 
 

@@ -198,3 +198,19 @@ def test_outcome_result_is_one_of_the_documented_values() -> None:
     assert results <= set(admission.RESULTS)
     assert results == {"patched", "skipped", "ignored"}
 
+
+
+def test_policies_that_never_settle_fail_open_with_an_error_naming_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from webhook import engine
+
+    def toggle(obj: dict, *, policy: Any, target: Any, cluster: Any) -> engine.Applied:
+        # Each pass flips the value: a set with no fixed point.
+        pod = obj["spec"]["template"]["spec"]
+        pod["nodeSelector"] = {"flip": "b" if (pod.get("nodeSelector") or {}).get("flip") == "a" else "a"}
+        return engine.Applied(changed=True, warnings=[])
+
+    monkeypatch.setattr(engine, "apply_policy", toggle)
+    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(policy("flipper")))
+    assert (out.result, out.patch) == ("error", [])
+    assert out.error and "flipper" in out.error
+    assert any("never settle" in w for w in out.warnings)

@@ -131,3 +131,103 @@ def test_every_example_manifest_is_mutated_idempotently_by_the_shipped_policies(
             assert out.result == "patched", path.name
             assert jsonpatch.apply_patch(obj, out.patch) == out.object
             assert _admit(copy.deepcopy(out.object), policies).patch == [], path.name
+
+
+SAFE_SPREAD = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: a-spread}
+spec:
+  order: 1
+  placement:
+    podAntiAffinity: {spread: required}
+  rollout: {mode: safe}
+"""
+PIN_TO_UNKNOWN_NODES = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: b-pin}
+spec:
+  order: 2
+  placement:
+    nodeSelector: {disk: nvme}
+"""
+
+
+def _nodes(count: int) -> Any:
+    from webhook.cluster import StaticClusterView
+
+    return StaticClusterView(
+        nodes=[
+            {"kind": "Node", "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}}}
+            for i in range(count)
+        ],
+        match_label_keys=False,
+    )
+
+
+def test_a_policy_that_depends_on_a_later_one_is_settled_in_the_same_admission() -> None:
+    # Pass 1: the rollout sees 4 eligible nodes and surges; then b-pin leaves no node
+    # eligible. Pass 2 re-decides the rollout for the pinned pod: no surge, so no deadlock.
+    policies, cluster = _policies(SAFE_SPREAD, PIN_TO_UNKNOWN_NODES), _nodes(4)
+    first = admission.admit(review.request_for_object(_deployment()), policies=policies, cluster=cluster)
+    assert first.object["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+    again = admission.admit(review.request_for_object(first.object), policies=policies, cluster=cluster)
+    assert again.patch == []
+
+
+def test_policies_that_keep_undoing_each_other_fail_open_with_a_warning() -> None:
+    flip = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: %s}
+spec:
+  order: %d
+  onConflict: replace
+  placement:
+    nodeSelector: {disk: %s}
+"""
+    out = _admit(_deployment(), _policies(flip % ("p-ssd", 1, "ssd"), flip % ("p-hdd", 2, "hdd")))
+    # replace + replace on one field group: the last one wins each pass, so it settles.
+    assert out.result == "patched"
+    assert out.object["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "hdd"}
+    assert _admit(out.object, _policies(flip % ("p-ssd", 1, "ssd"), flip % ("p-hdd", 2, "hdd"))).patch == []
+
+
+def test_a_policy_that_cannot_be_applied_is_reported_as_failed_and_leaves_no_trace() -> None:
+    many_terms = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": [f"z{i}"]}]} for i in range(9)
+        ]
+    }
+    anti = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: avoid-many}
+spec:
+  placement:
+    nodeAntiAffinity:
+      required:
+      - matchExpressions:
+%s
+"""
+    expressions = "\n".join(f"        - {{key: k{i}, operator: Gt, values: ['1']}}" for i in range(4))
+    obj = _deployment()
+    obj["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = many_terms
+    out = _admit(obj, _policies(anti % expressions, AVOID))
+    assert out.failed == ["avoid-many"]
+    assert any("avoid-many: not applied" in w for w in out.warnings)
+    assert out.applied == ["avoid-maintenance"]  # the others still apply
+    assert jsonpatch.apply_patch(obj, out.patch) == out.object
+
+
+def test_an_update_of_a_running_pod_is_not_mutated_because_its_placement_is_immutable() -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    created = admission.admit(review.request_for_object(pod), policies=_policies(AVOID))
+    assert created.result == "patched"
+    updated = admission.admit(
+        review.request_for_object(pod, operation="UPDATE", old_object=pod), policies=_policies(AVOID)
+    )
+    assert (updated.result, updated.patch) == ("ignored", [])
+    assert "immutable" in updated.reason
