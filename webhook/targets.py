@@ -58,6 +58,10 @@ class Target:
     kubevirt: bool = False  # KubeVirt kinds accept vm.evictionStrategy
     native: str | None = None  # name of a native writer ("wukong")
     self_spread: bool = True  # DaemonSets run one pod per node by construction
+    # Pods and VMIs cannot change placement once created: the API server rejects spec
+    # updates to affinity, nodeSelector and the like, so an UPDATE patch would make the
+    # user's own update (a label change, say) fail validation.
+    mutable_placement: bool = True
 
     @property
     def api_version(self) -> str:
@@ -102,9 +106,17 @@ def _builtin() -> list[Target]:
             ("spec", "jobTemplate", "spec", "template", "spec"),
             ("spec", "jobTemplate", "spec", "template", "metadata", "labels"),
         ),
-        Target("", "v1", "Pod", ("spec",), ("metadata", "labels")),
+        Target("", "v1", "Pod", ("spec",), ("metadata", "labels"), mutable_placement=False),
         Target("kubevirt.io", "v1", "VirtualMachine", pod, labels, kubevirt=True),
-        Target("kubevirt.io", "v1", "VirtualMachineInstance", ("spec",), ("metadata", "labels"), kubevirt=True),
+        Target(
+            "kubevirt.io",
+            "v1",
+            "VirtualMachineInstance",
+            ("spec",),
+            ("metadata", "labels"),
+            kubevirt=True,
+            mutable_placement=False,
+        ),
         Target("kubevirt.io", "v1", "VirtualMachineInstanceReplicaSet", pod, labels, sel, kubevirt=True),
         Target(
             "pool.kubevirt.io",
