@@ -51,6 +51,12 @@ class Metrics:
             ["policy"],
             registry=r,
         )
+        self.policy_errors = Counter(
+            f"{PREFIX}_policy_errors",
+            "Objects a policy could not be applied to (left out for that object, SPEC 3.2).",
+            ["policy"],
+            registry=r,
+        )
         self.policies_loaded = Gauge(
             f"{PREFIX}_policies_loaded", "Policies in the set currently serving.", registry=r
         )
@@ -81,6 +87,7 @@ class Metrics:
         seconds: float,
         applied: Iterable[str] = (),
         audited: Iterable[str] = (),
+        failed: Iterable[str] = (),
     ) -> None:
         """Count one answered review and the policies that acted on it."""
         self.requests.labels(kind, operation, result).inc()
@@ -89,6 +96,8 @@ class Metrics:
             self.applied.labels(name).inc()
         for name in audited:
             self.audited.labels(name).inc()
+        for name in failed:
+            self.policy_errors.labels(name).inc()
 
     def render(self) -> bytes:
         """The registry in the Prometheus text exposition format."""

@@ -198,7 +198,13 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
     seconds = time.perf_counter() - started
     kind = req.kind if state.config.targets.lookup(req.group, req.kind) else "other"
     state.metrics.observe_review(
-        kind=kind, operation=req.operation, result=outcome.result, seconds=seconds, applied=outcome.applied, audited=outcome.audited
+        kind=kind,
+        operation=req.operation,
+        result=outcome.result,
+        seconds=seconds,
+        applied=outcome.applied,
+        audited=outcome.audited,
+        failed=outcome.failed,
     )
     _log_review(req, outcome, answer, seconds)
     return web.Response(body=json.dumps(answer, separators=(",", ":")).encode(), content_type="application/json")
@@ -240,6 +246,7 @@ def _log_review(req: review.Request, outcome: admission.Outcome, answer: dict, s
         "result": outcome.result,
         "applied": outcome.applied,
         "audited": outcome.audited,
+        "failed": outcome.failed,
         "patchOperations": len(outcome.patch),
         "patchBytes": len(patch) * 3 // 4 - patch[-2:].count("="),  # decoded size of the base64
         "warnings": len(outcome.warnings),

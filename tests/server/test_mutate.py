@@ -236,6 +236,7 @@ async def test_a_policy_the_object_cannot_take_is_left_out_with_a_warning(
     response = answer["response"]
     assert response["allowed"] is True and "patch" not in response
     assert any(w.startswith("many-terms: not applied") and "64" in w for w in response["warnings"])
+    assert sample(state.metrics.registry, "placement_webhook_policy_errors_total", {"policy": "many-terms"}) == 1
 
 
 async def test_each_review_is_logged_as_one_json_line_with_the_spec_fields(
