@@ -194,21 +194,14 @@ class Rollout(Model):
     @model_validator(mode="after")
     def _mode_rules(self) -> Rollout:
         self.mode = self.mode or "safe"
-        if self.mode == "safe":
-            for name, value in (("maxSurge", self.max_surge), ("maxUnavailable", self.max_unavailable)):
-                if value is not None:
-                    fail(
-                        f"{name} is decided by the engine in safe mode (it must never deadlock "
-                        "a rollout); remove it or set mode: explicit",
-                        at=[name],
-                    )
-            return self
         if _is_zero(self.max_surge) and _is_zero(self.max_unavailable):
             fail("maxSurge and maxUnavailable may not both be zero (the rollout could never progress)",
                  at=["maxUnavailable"])
         if isinstance(self.max_unavailable, str) and int(self.max_unavailable[:-1]) > 100:
             fail("maxUnavailable may not be more than 100%", at=["maxUnavailable"])
-        if self.max_surge is None and self.max_unavailable is None and self.min_ready_seconds is None:
+        if self.mode == "explicit" and (
+            self.max_surge is None and self.max_unavailable is None and self.min_ready_seconds is None
+        ):
             fail("explicit mode needs maxSurge, maxUnavailable or minReadySeconds")
         return self
 

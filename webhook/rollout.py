@@ -13,7 +13,7 @@ rules in order:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from webhook.cluster import ClusterView, node_eligible
@@ -30,6 +30,7 @@ class Decision:
     max_surge: int | str
     max_unavailable: int | str
     reason: str
+    rule: int = 1  # the SPEC 3.4 rule that decided
 
 
 # --- label selectors ------------------------------------------------------------------
@@ -123,9 +124,26 @@ def decide(
         return Decision(1, 0, "no required self anti-affinity across revisions")
     keys = sorted({str(t.get("topologyKey")) for t in blocking})
     if room_to_surge(pod_spec, topology_keys=keys, replicas=replicas, cluster=cluster):
-        return Decision(1, 0, f"more eligible {keys[0]} domains than replicas")
+        return Decision(1, 0, f"more eligible {keys[0]} domains than replicas", rule=2)
     why = "no cluster view" if cluster is None else f"not enough {keys[0]} domains"
-    return Decision(0, 1, f"required self anti-affinity, {why}")
+    return Decision(0, 1, f"required self anti-affinity, {why}", rule=3)
+
+
+def safe_values(decision: Decision, rollout: Mapping[str, Any]) -> Decision:
+    """The policy's own maxSurge/maxUnavailable in safe mode, where they cannot deadlock.
+
+    Rule 1 (no required self anti-affinity): any surge can schedule, so the policy's values
+    stand. Rule 2 proves room for exactly one surge pod, so maxSurge stays 1 and only the
+    policy's maxUnavailable is taken. Rule 3 overrides both: no surge at all.
+    """
+    surge, unavailable = rollout.get("maxSurge"), rollout.get("maxUnavailable")
+    if decision.rule == 3:
+        return decision
+    if decision.rule == 1 and surge is not None:
+        decision = replace(decision, max_surge=surge)
+    if unavailable is not None:
+        decision = replace(decision, max_unavailable=unavailable)
+    return decision
 
 
 # --- writing the strategy -------------------------------------------------------------
@@ -182,6 +200,7 @@ def apply(
             replicas=replicas_of(obj, target),
             cluster=cluster,
         )
+        decision = safe_values(decision, rollout)
         wanted = {"maxSurge": decision.max_surge, "maxUnavailable": decision.max_unavailable}
         report.warn(f"rollout: maxSurge {decision.max_surge}, maxUnavailable {decision.max_unavailable}"
                     f" ({decision.reason})")

@@ -208,3 +208,35 @@ def test_replicas_default_to_one_when_absent() -> None:
     obj = deployment(replicas=None)
     apply(obj, make_policy(**safe_spread()), StaticClusterView(nodes=nodes(2)))
     assert rolling(obj) == {"maxSurge": 1, "maxUnavailable": 0}
+
+
+SPEC_EXAMPLE = {"mode": "safe", "maxUnavailable": 0, "maxSurge": 1, "minReadySeconds": 5}
+
+
+def test_the_spec_example_rollout_gives_zero_unavailable_and_one_surge() -> None:
+    obj = deployment()
+    apply(obj, make_policy(rollout=SPEC_EXAMPLE))
+    assert rolling(obj) == {"maxSurge": 1, "maxUnavailable": 0}
+    assert obj["spec"]["minReadySeconds"] == 5
+
+
+def test_safe_mode_uses_the_policys_values_when_nothing_can_block_a_surge() -> None:
+    obj = deployment()
+    apply(obj, make_policy(rollout={"mode": "safe", "maxSurge": "50%", "maxUnavailable": 1}))
+    assert rolling(obj) == {"maxSurge": "50%", "maxUnavailable": 1}
+
+
+def test_safe_mode_keeps_one_surge_when_the_cluster_proves_room_for_only_one() -> None:
+    obj = deployment(replicas=3)
+    policy = make_policy(rollout={"mode": "safe", "maxSurge": 3, "maxUnavailable": 1},
+                         placement={"podAntiAffinity": {"spread": "required"}})
+    apply(obj, policy, StaticClusterView(nodes=nodes(4)))
+    assert rolling(obj) == {"maxSurge": 1, "maxUnavailable": 1}
+
+
+def test_safe_mode_overrides_the_policys_values_when_a_surge_could_deadlock() -> None:
+    obj = deployment(replicas=3)
+    policy = make_policy(rollout={"mode": "safe", "maxSurge": 2, "maxUnavailable": 0},
+                         placement={"podAntiAffinity": {"spread": "required"}})
+    apply(obj, policy)
+    assert rolling(obj) == {"maxSurge": 0, "maxUnavailable": 1}

@@ -249,3 +249,22 @@ class TestPolicyFiles:
     def test_explicit_files_are_taken_whatever_their_name(self, write: Write) -> None:
         path = write("custom.suite.yaml", "{}")
         assert loader.policy_files([path]) == [path]
+
+
+def test_the_rollout_section_of_the_spec_example_loads() -> None:
+    text = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: spread-web}
+spec:
+  match: {kinds: [Deployment]}
+  rollout:
+    mode: safe
+    maxUnavailable: 0
+    maxSurge: 1
+    minReadySeconds: 5
+"""
+    from webhook import loader, yamlsrc
+
+    (policy,) = loader.load_documents(yamlsrc.load_text(text, file="spec.yaml")).policies
+    assert policy.spec["rollout"] == {"mode": "safe", "maxUnavailable": 0, "maxSurge": 1, "minReadySeconds": 5}
