@@ -7,6 +7,7 @@ a warning and left out (``engine.PlacementError``), anything unexpected fails op
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -85,11 +86,37 @@ def _admit(request: Request, policies: PolicySet, cluster: ClusterView | None) -
     # Gatekeeper's rule: re-apply until the object stops changing, at most one pass more
     # than there are policies. A policy's decision can depend on what a later one wrote
     # (safe rollouts count the nodes a later nodeSelector leaves eligible), and only a
-    # converged object makes the second admission of the output an empty patch.
-    for _ in range(len(candidates) + 1):
+    # converged object makes the second admission of the output an empty patch. A set with
+    # no such policy is settled after one pass, and most sets are like that.
+    settle = any(_reads_others_output(p) for p in candidates)
+    run.settling = settle
+    for _ in range(len(candidates) + 1 if settle else 1):
         if not run.run_pass(candidates):
             return run.finish()
-    return run.diverged()
+    return run.finish() if not settle else run.diverged()
+
+
+def _reads_others_output(policy: Policy) -> bool:
+    """Whether what ``policy`` does can depend on what another policy writes.
+
+    ``merge`` and ``keep`` edits of a field group are idempotent whatever else is in the
+    object, and ``replace`` leaves the same group after every pass (the last writer wins).
+    What reads other policies' output: safe rollouts (the pod's affinity, nodeSelector and
+    tolerations decide whether a surge can schedule), ``preemptionPolicy`` (written only
+    when the class, perhaps set by another policy, carries the same value), and matching
+    on pod labels or annotations (the engine writes a group label and the applied annotation).
+    """
+    cached = policy.cache.get("admission.reads_others_output")
+    if cached is None:
+        spec = policy.spec
+        criteria = [spec.get("match") or {}, spec.get("exclude") or {}]
+        cached = bool(
+            spec.get("rollout")
+            or (spec.get("scheduling") or {}).get("preemptionPolicy")
+            or any(c.get("podSelector") or c.get("annotations") for c in criteria)
+        )
+        policy.cache["admission.reads_others_output"] = cached
+    return bool(cached)
 
 
 def _ignore_reason(request: Request, target: Target | None) -> str:
@@ -137,20 +164,33 @@ class _Run:
         self.audited: set[str] = set()
         self.failed: set[str] = set()
         self.changed_in_pass: list[str] = []
+        self.patch: list[dict[str, Any]] = []  # original -> working, as of the last pass that changed it
+        self._patch_text = "[]"  # the same, frozen: patch values alias the working copy
+        self.settling = True  # whether another pass may follow (see _reads_others_output)
         self._subject: matching.Subject | None = None
 
     def run_pass(self, candidates: tuple[Policy, ...]) -> bool:
-        """Offer the object to every candidate once; True when the pass as a whole changed
-        it (a ``replace`` policy and a ``merge`` one may each edit a field group and still
-        leave it as the previous pass did: that is settled)."""
+        """Offer the object to every candidate once; True when the pass as a whole changed it.
+
+        A ``replace`` policy and a ``merge`` one may each edit a field group and still leave
+        it as the previous pass did: the patch is the same, and that is settled. The patch of
+        the last changing pass is the answer, so a settled object is diffed only once.
+        """
         self.changed_in_pass = []
-        before = working_copy(self.working) if self.applied else None
         for policy in candidates:
             if policy.name not in self.failed:
                 self.consider(policy)
         if not self.changed_in_pass:
             return False
-        return before is None or not patching.same(before, self.working)
+        _record_applied(self.working, sorted({p.name for p in self.applied}))
+        self.patch = patching.diff(self.original, self.working)
+        if not self.settling:
+            return True
+        # Compared as text: the ops' values are live subtrees of the working copy, which the
+        # next pass edits in place, so the previous pass's patch cannot be kept as objects.
+        text = json.dumps(self.patch, sort_keys=True)
+        settled, self._patch_text = text == self._patch_text, text
+        return not settled
 
     def subject(self) -> matching.Subject:
         # Rebuilt after every change: each policy matches the object as the previous left it.
@@ -198,6 +238,8 @@ class _Run:
         self.working = working_copy(self.original)
         for policy in self.applied:
             self._apply(self.working, policy)
+        if self.applied:
+            _record_applied(self.working, sorted({p.name for p in self.applied}))
         self._subject = None
 
     def _audit(self, policy: Policy) -> None:
@@ -214,9 +256,7 @@ class _Run:
 
     def finish(self) -> Outcome:
         names = sorted({p.name for p in self.applied})
-        if names:
-            _record_applied(self.working, names)
-        patch = patching.diff(self.original, self.working)
+        patch = self.patch
         return Outcome(
             object=self.working if patch else self.original,
             patch=patch,

@@ -210,7 +210,53 @@ def test_policies_that_never_settle_fail_open_with_an_error_naming_them(monkeypa
         return engine.Applied(changed=True, warnings=[])
 
     monkeypatch.setattr(engine, "apply_policy", toggle)
-    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(policy("flipper")))
+    # A rollout reads other policies' output, so admission keeps passing until it settles.
+    flipper = policy("flipper", rollout={"mode": "safe"})
+    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(flipper))
     assert (out.result, out.patch) == ("error", [])
     assert out.error and "flipper" in out.error
     assert any("never settle" in w for w in out.warnings)
+
+
+def test_a_policy_failing_in_the_settling_pass_leaves_the_answer_consistent(fake_engine: Any) -> None:
+    # Pass 1: "ok" applies and "fail-late" is not yet matched... both run every pass; the
+    # failing one fails in pass 1 after "ok" changed the object, then pass 2 settles.
+    policies = policy_set(
+        policy("ok", order=1, placement={"nodeSelector": {"disk": "ssd"}}),
+        policy("fail-late", order=2, placement={"nodeSelector": {"fail": "placement"}}),
+    )
+    obj = deployment()
+    out = admission.admit(review.request_for_object(obj), policies=policies)
+    assert out.failed == ["fail-late"] and out.applied == ["ok"]
+    assert jsonpatch.apply_patch(obj, out.patch) == out.object
+    assert out.object["metadata"]["annotations"][ANNOTATION_APPLIED] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("spec", "passes"),
+    [
+        ({"placement": {"nodeSelector": {"disk": "ssd"}}}, 1),
+        ({"placement": {"nodeSelector": {"disk": "ssd"}}, "onConflict": "replace"}, 1),
+        ({"placement": {"nodeSelector": {"disk": "ssd"}}, "rollout": {"mode": "safe"}}, 2),
+        ({"placement": {"nodeSelector": {"disk": "ssd"}}, "scheduling": {"preemptionPolicy": "Never"}}, 2),
+        ({"placement": {"nodeSelector": {"disk": "ssd"}}, "match": {"podSelector": {"matchLabels": {"app": "web"}}}}, 2),
+    ],
+)
+def test_a_second_pass_runs_only_when_a_policy_reads_what_others_write(
+    monkeypatch: pytest.MonkeyPatch, spec: dict[str, Any], passes: int
+) -> None:
+    from admission_helpers import fake_apply
+
+    from webhook import engine
+
+    calls: list[str] = []
+
+    def counting(obj: dict, **kw: Any) -> Any:
+        calls.append(kw["policy"].name)
+        return fake_apply(obj, **kw)
+
+    monkeypatch.setattr(engine, "apply_policy", counting)
+    p = policy("p", **spec)
+    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(p))
+    assert out.result == "patched"
+    assert len(calls) == passes

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from webhook import admission, loader, review, yamlsrc
+from webhook.cluster import StaticClusterView
 from webhook.policyset import PolicySet
 
 KEYS = ["zone", "disk", "example.com/pool", "maintenance", "gpu-count"]
@@ -91,9 +92,28 @@ policy_specs = st.fixed_dictionaries(
     optional={
         "onConflict": st.sampled_from(["merge", "keep", "replace"]),
         "order": st.integers(0, 3),
-        "scheduling": st.fixed_dictionaries({}, optional={"priorityClassName": st.sampled_from(["high", "low"]), "schedulerName": st.just("custom")}).filter(bool),
-        "rollout": st.just({"mode": "safe"}),
-        "match": st.fixed_dictionaries({}, optional={"kinds": st.just(["Deployment", "StatefulSet", "Pod", "Job"])}),
+        "scheduling": st.fixed_dictionaries(
+            {},
+            optional={
+                "priorityClassName": st.sampled_from(["high", "low"]),
+                "schedulerName": st.just("custom"),
+                "preemptionPolicy": st.sampled_from(["Never", "PreemptLowerPriority"]),
+            },
+        ).filter(bool),
+        "rollout": st.sampled_from(
+            [{"mode": "safe"}, {"mode": "safe", "maxUnavailable": 1}, {"mode": "explicit", "maxSurge": 2}]
+        ),
+        "match": st.fixed_dictionaries(
+            {},
+            optional={
+                "kinds": st.just(["Deployment", "StatefulSet", "Pod", "Job"]),
+                # Pod labels the engine itself may write (the group label) make matching
+                # depend on other policies' output: admission must still settle.
+                "podSelector": st.sampled_from(
+                    [{"matchLabels": {"placement.novasphere.dev/group": "w"}}, {"matchLabels": {"app": "w"}}]
+                ),
+            },
+        ),
     },
 )
 
@@ -238,23 +258,36 @@ def assert_nothing_removed(before: dict[str, Any], after: dict[str, Any]) -> Non
         assert any(all(e in t.get("matchExpressions", []) for e in expressions) for t in out_terms), f"term {term} lost"
 
 
-def _admit(obj: dict[str, Any], policies: PolicySet) -> admission.Outcome:
-    return admission.admit(review.request_for_object(obj, namespace="prod"), policies=policies)
+# A cluster with three schedulable nodes, two known priority classes: safe rollouts count
+# eligible nodes (rule 2) and preemptionPolicy is written only for a class that carries it.
+CLUSTER = StaticClusterView(
+    nodes=[
+        {"kind": "Node", "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}", "zone": "a"}}}
+        for i in range(3)
+    ],
+    priority_classes={"high": {"value": 1000, "preemptionPolicy": "Never"}, "low": {"value": 10}},
+)
+
+
+def _admit(obj: dict[str, Any], policies: PolicySet, cluster: StaticClusterView | None = None) -> admission.Outcome:
+    return admission.admit(review.request_for_object(obj, namespace="prod"), policies=policies, cluster=cluster)
 
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
-@given(obj=workloads(), specs=st.lists(policy_specs, min_size=1, max_size=3))
-def test_patch_reproduces_output_and_a_second_pass_changes_nothing(obj: dict[str, Any], specs: list[dict[str, Any]]) -> None:
+@given(obj=workloads(), specs=st.lists(policy_specs, min_size=1, max_size=3), cluster=st.sampled_from([None, CLUSTER]))
+def test_patch_reproduces_output_and_a_second_pass_changes_nothing(
+    obj: dict[str, Any], specs: list[dict[str, Any]], cluster: StaticClusterView | None
+) -> None:
     policies = load_policies(specs)
     before = copy.deepcopy(obj)
-    out = _admit(obj, policies)
+    out = _admit(obj, policies, cluster)
     assert out.result in ("patched", "unchanged"), out.warnings
     assert obj == before, "the request's object was modified"
     assert jsonpatch.apply_patch(before, out.patch) == out.object
-    again = _admit(copy.deepcopy(out.object), policies)
+    again = _admit(copy.deepcopy(out.object), policies, cluster)
     assert again.patch == [], f"second pass changed {again.patch}"
     assert all(len(w) < 120 for w in out.warnings)
 
