@@ -18,14 +18,15 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from webhook import admission, loader, review, yamlsrc  # noqa: E402
-from webhook.policyset import PolicySet  # noqa: E402
+from webhook import admission, loader, review, yamlsrc
+from webhook.policyset import PolicySet
 
 TARGETS = {50: 5000.0, 1000: 2000.0}
 KINDS = ["Deployment", "StatefulSet", "kubevirt.io/v1/VirtualMachine", "DaemonSet", "Job"]
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         policies = policy_set(count)
         patched = sum(admission.admit(r, policies=policies).result == "patched" for r in requests)
 
-        def one() -> None:
+        def one(policies: PolicySet = policies) -> None:
             admission.admit(requests[next(it) % len(requests)], policies=policies)
 
         per_second = rate(one, seconds=args.seconds)

@@ -12,13 +12,13 @@ ANNOTATION_SKIP = f"{PREFIX}skip"
 LABEL_GROUP = f"{PREFIX}group"
 
 __all__ = [
-    "__version__",
-    "API_GROUP",
-    "API_VERSION",
-    "POLICY_KIND",
-    "TEST_KIND",
-    "PREFIX",
     "ANNOTATION_APPLIED",
     "ANNOTATION_SKIP",
+    "API_GROUP",
+    "API_VERSION",
     "LABEL_GROUP",
+    "POLICY_KIND",
+    "PREFIX",
+    "TEST_KIND",
+    "__version__",
 ]

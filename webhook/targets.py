@@ -6,9 +6,10 @@ creating the containers at those paths. More kinds come from a configuration fil
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 import yaml
 
@@ -187,7 +188,7 @@ class Targets:
             return (t,) if t else ()
         return ()
 
-    def extended(self, extra: Iterable[Target]) -> "Targets":
+    def extended(self, extra: Iterable[Target]) -> Targets:
         merged = {(t.group, t.kind): t for t in self.targets}
         for t in extra:
             merged[(t.group, t.kind)] = t

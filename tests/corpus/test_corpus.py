@@ -9,8 +9,9 @@ official Kubernetes schemas whenever the input did.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import jsonpatch
 import kubernetes_validate
