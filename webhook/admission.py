@@ -23,10 +23,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RESULTS = ("patched", "unchanged", "skipped", "ignored", "error")
+_APPLIED_PATH = ("metadata", "annotations")  # where ``_record_applied`` writes
 
 # Subtrees the engine never writes: it edits only the placement fields it owns (SPEC 3.2).
-# The working copy shares them with the original, which keeps the copy cheap and lets the
-# differ skip them by identity. These are the bulk of a typical workload.
+# A whole-object working copy shares them with the original. These are the bulk of a
+# typical workload.
 _SHARED_KEYS = frozenset(
     {
         "containers",
@@ -142,13 +143,64 @@ def _skip_requested(obj: dict[str, Any]) -> bool:
     return str(annotations.get(ANNOTATION_SKIP, "")).strip().lower() == "true"
 
 
-def working_copy(value: Any) -> Any:
-    """A private copy of a JSON object for the engine to mutate, sharing ``_SHARED_KEYS``."""
+def working_copy(value: Any, target: Target | None = None) -> Any:
+    """A private copy of a JSON object for the engine to mutate.
+
+    With a ``target``, only what the engine may write for that kind is copied
+    (``engine.written_paths``, the applied annotation, and the containers on the way):
+    everything else stays shared with the original, which keeps the copy cheap and lets
+    the differ skip it by identity. Without one, the whole object is copied except
+    ``_SHARED_KEYS``.
+    """
+    if target is None:
+        return _deep_copy(value)
+    return _copy_along(value, _write_trie(target))
+
+
+def _deep_copy(value: Any) -> Any:
     if type(value) is dict:
-        return {k: (v if k in _SHARED_KEYS else working_copy(v)) for k, v in value.items()}
+        return {k: (v if k in _SHARED_KEYS else _deep_copy(v)) for k, v in value.items()}
     if type(value) is list:
-        return [working_copy(v) for v in value]
+        return [_deep_copy(v) for v in value]
     return value
+
+
+# A trie of written paths: key -> sub-trie, or None for a subtree the engine owns outright.
+_Trie = dict[str, Any]
+_tries: dict[tuple[str, str], tuple[Target, _Trie | None]] = {}
+
+
+def _write_trie(target: Target) -> _Trie | None:
+    entry = _tries.get((target.group, target.kind))
+    if entry is not None and entry[0] is target:
+        return entry[1]
+    paths = (*engine.written_paths(target), _APPLIED_PATH)
+    tree: _Trie = {}
+    for path in paths:
+        node = tree
+        if not path:
+            continue
+        for key in path[:-1]:
+            if node.get(key, {}) is None:  # an enclosing subtree is owned already
+                break
+            node = node.setdefault(key, {})
+        else:
+            node[path[-1]] = None
+    root = None if () in paths else tree  # () is the whole object
+    _tries[(target.group, target.kind)] = (target, root)
+    return root
+
+
+def _copy_along(value: Any, trie: _Trie | None) -> Any:
+    """Copy the dicts on the trie's paths (shallow) and its owned subtrees (deep)."""
+    if trie is None or type(value) is not dict:  # owned, or an odd shape: copy it all
+        return _deep_copy(value)
+    out = dict(value)
+    for key, sub in trie.items():
+        child = out.get(key)
+        if child is not None:  # absent: the engine creates it in this (copied) dict
+            out[key] = _copy_along(child, sub)
+    return out
 
 
 class _Run:
@@ -158,7 +210,8 @@ class _Run:
         assert request.object is not None
         self.request, self.target, self.cluster = request, target, cluster
         self.original: dict[str, Any] = request.object
-        self.working: dict[str, Any] = working_copy(self.original)
+        # Built when a policy first runs: most reviews match no policy and need no copy.
+        self._working: dict[str, Any] | None = None
         self.warnings: list[str] = []
         self.applied: list[Policy] = []  # every application that changed the object, in order
         self.audited: set[str] = set()
@@ -192,11 +245,21 @@ class _Run:
         settled, self._patch_text = text == self._patch_text, text
         return not settled
 
+    @property
+    def working(self) -> dict[str, Any]:
+        if self._working is None:
+            self._working = working_copy(self.original, self.target)
+        return self._working
+
+    def current(self) -> dict[str, Any]:
+        """The object as the policies so far left it (read only)."""
+        return self._working if self._working is not None else self.original
+
     def subject(self) -> matching.Subject:
         # Rebuilt after every change: each policy matches the object as the previous left it.
         if self._subject is None:
             self._subject = matching.subject(
-                self.working,
+                self.current(),
                 target=self.target,
                 operation=self.request.operation,
                 namespace=self.request.namespace,
@@ -235,7 +298,7 @@ class _Run:
     def _replay(self) -> None:
         """Undo a policy that failed half-way: rebuild the working copy from the original
         by re-running the policies that succeeded (the engine is deterministic)."""
-        self.working = working_copy(self.original)
+        self._working = working_copy(self.original, self.target)
         for policy in self.applied:
             self._apply(self.working, policy)
         if self.applied:
@@ -243,7 +306,8 @@ class _Run:
         self._subject = None
 
     def _audit(self, policy: Policy) -> None:
-        scratch = working_copy(self.working)
+        base = self.current()
+        scratch = working_copy(base, self.target)
         try:
             result = self._apply(scratch, policy)
         except engine.PlacementError as exc:
@@ -252,7 +316,7 @@ class _Run:
         self.warnings.extend(f"(audit) {w}" for w in result.warnings)
         if result.changed:
             self.audited.add(policy.name)
-            self.warnings.append(f"{policy.name}: audit: would {_summary(patching.diff(self.working, scratch))}")
+            self.warnings.append(f"{policy.name}: audit: would {_summary(patching.diff(base, scratch))}")
 
     def finish(self) -> Outcome:
         names = sorted({p.name for p in self.applied})

@@ -20,11 +20,15 @@ from webhook import compile as compiler
 from webhook.cluster import ClusterView
 from webhook.merge import PlacementError, Report
 from webhook.policyset import Policy
-from webhook.targets import VOLATILE_LABELS, Target, get_path
+from webhook.targets import VOLATILE_LABELS, Path_, Target, get_path
 
-__all__ = ["Applied", "PlacementError", "apply_policy", "workload_selector"]
+__all__ = ["Applied", "PlacementError", "apply_policy", "workload_selector", "written_paths"]
 
 MAX_WARNING = 119  # SPEC 4.1: every warning under 120 characters
+
+# The subtrees of a pod spec that ``merge`` edits in place. Scalars (priorityClassName,
+# schedulerName, evictionStrategy, the stale ``priority``) are set on the pod spec itself.
+POD_SPEC_WRITES = ("affinity", "nodeSelector", "tolerations")
 
 
 @dataclass
@@ -51,6 +55,23 @@ def apply_policy(
     else:
         _apply_pod(obj, policy=policy, compiled=compiled, target=target, report=report, cluster=cluster)
     return Applied(report.changed, [_line(policy.name, w) for w in report.warnings])
+
+
+def written_paths(target: Target) -> tuple[Path_, ...]:
+    """Every subtree ``apply_policy`` may edit in place for objects of ``target``.
+
+    Admission copies these, and the containers on the way to them (where scalars such as
+    ``minReadySeconds`` or ``priorityClassName`` are set), and shares everything else with
+    the request. A writer that edits anything else must be listed here.
+    """
+    paths: list[Path_] = [target.pod_labels]  # the group label (``_group_selector``)
+    if target.native == "wukong":
+        paths.extend(wukong.WRITES)
+    elif target.pod_spec is not None:
+        paths.extend(target.pod_spec + (key,) for key in POD_SPEC_WRITES)
+    if target.rollout is not None:
+        paths.append(target.rollout)
+    return tuple(paths)
 
 
 def _line(name: str, message: str) -> str:

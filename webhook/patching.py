@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 Operation = dict[str, Any]
+_MISSING = object()
 
 
 def escape(key: str) -> str:
@@ -78,14 +79,18 @@ def _diff(a: Any, b: Any, path: str, ops: list[Operation]) -> None:
 
 
 def _diff_dict(a: dict[str, Any], b: dict[str, Any], path: str, ops: list[Operation]) -> None:
-    for key in a:
-        if key not in b:
-            ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
+    if not a.keys() <= b.keys():  # the engine rarely removes a key
+        for key in a:
+            if key not in b:
+                ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
     for key, value in b.items():
-        if key in a:
-            _diff(a[key], value, f"{path}/{escape(key)}", ops)
-        else:
+        old = a.get(key, _MISSING)
+        if old is value:  # shared with the original: nothing to build, not even the path
+            continue
+        if old is _MISSING:
             ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": value})
+        else:
+            _diff(old, value, f"{path}/{escape(key)}", ops)
 
 
 def _diff_list(a: list[Any], b: list[Any], path: str, ops: list[Operation]) -> None:

@@ -43,6 +43,8 @@ from webhook.merge import KEEP, REPLACE, Report
 from webhook.policyset import Policy
 
 CACHE_KEY = "engine.wukong"
+# The subtrees ``apply`` edits in place (see ``engine.written_paths``).
+WRITES = (("spec", "scheduling"), ("spec", "highAvailability"))
 _RESOURCE_PREFS = ("preferredCPU", "preferredMemory", "preferredStorage")
 
 

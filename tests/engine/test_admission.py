@@ -15,6 +15,7 @@ from admission_helpers import deployment, policy, policy_set
 
 from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP, admission, review
 from webhook.policyset import PolicySet
+from webhook.targets import BUILTIN
 
 pytestmark = pytest.mark.usefixtures("fake_engine")
 
@@ -189,6 +190,19 @@ def test_the_working_copy_shares_containers_but_not_placement_fields() -> None:
     assert copy_["spec"]["template"]["spec"]["containers"] is obj["spec"]["template"]["spec"]["containers"]
     assert copy_["spec"]["template"]["spec"] is not obj["spec"]["template"]["spec"]
     assert copy_["metadata"] is not obj["metadata"]
+
+
+def test_the_working_copy_of_a_kind_copies_only_what_the_engine_writes() -> None:
+    obj = deployment(annotations={"a": "b"})
+    obj["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {}}
+    target = BUILTIN.lookup("apps", "Deployment")
+    copy_ = admission.working_copy(obj, target)
+    assert copy_ == obj
+    pod, orig_pod = copy_["spec"]["template"]["spec"], obj["spec"]["template"]["spec"]
+    assert pod is not orig_pod and pod["affinity"] is not orig_pod["affinity"]
+    assert pod["containers"] is orig_pod["containers"]
+    assert copy_["metadata"]["annotations"] is not obj["metadata"]["annotations"]
+    assert copy_["spec"]["selector"] is obj["spec"]["selector"]  # never written
 
 
 def test_outcome_result_is_one_of_the_documented_values() -> None:
