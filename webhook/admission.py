@@ -82,8 +82,11 @@ def _admit(request: Request, policies: PolicySet, cluster: ClusterView | None) -
     if _skip_requested(request.object):
         text = f"{ANNOTATION_SKIP}=true: placement policies skipped"
         return Outcome(object=request.object, patch=[], warnings=[text], result="skipped", reason=text)
+    namespace = matching.subject_namespace(request.object, request.namespace)
+    candidates = matching.index_for(policies).candidates(target, namespace)
+    if not candidates:  # what a run over no policy would answer, without setting one up
+        return Outcome(object=request.object, patch=[], warnings=[], result="unchanged")
     run = _Run(request=request, target=target, cluster=cluster)
-    candidates = matching.index_for(policies).candidates(target, run.subject().namespace)
     # Gatekeeper's rule: re-apply until the object stops changing, at most one pass more
     # than there are policies. A policy's decision can depend on what a later one wrote
     # (safe rollouts count the nodes a later nodeSelector leaves eligible), and only a

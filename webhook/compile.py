@@ -10,6 +10,7 @@ are ORed, each an AND of expressions, exactly the shape of ``nodeSelectorTerms``
 from __future__ import annotations
 
 import itertools
+import marshal
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -64,11 +65,24 @@ def ceil_scaled(text: str, unit: Fraction | int) -> int:
 
 
 def copy_json(value: Any) -> Any:
-    """A deep copy of plain JSON data, several times faster than ``copy.deepcopy``."""
+    """A deep copy of plain JSON data, several times faster than ``copy.deepcopy``.
+
+    Fragments are copied into every object a policy applies to, so this is on the hot path.
+    ``marshal`` copies plain data in C, twice as fast as recursing in Python; its format 2
+    has no back-references, so no two places of the copy share an object even when they
+    did in ``value``. Data it does not handle (a Mapping subclass) is copied by recursion.
+    """
+    try:
+        return marshal.loads(marshal.dumps(value, 2))
+    except ValueError:
+        return _copy_json(value)
+
+
+def _copy_json(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
+        return {k: _copy_json(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [copy_json(v) for v in value]
+        return [_copy_json(v) for v in value]
     return value
 
 

@@ -19,6 +19,9 @@ REVIEW_LOGGER = "webhook.review"
 class JsonFormatter(logging.Formatter):
     """Formats a record as one JSON object: time, level, logger, msg, then the fields."""
 
+    # One encoder for every line: ``json.dumps`` with options builds a new one per call.
+    _encoder = json.JSONEncoder(default=str, separators=(",", ":"))
+
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
             "time": _rfc3339(record.created),
@@ -31,12 +34,20 @@ class JsonFormatter(logging.Formatter):
             line.update(fields)
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str, separators=(",", ":"))
+        return self._encoder.encode(line)
+
+
+# The formatted second of the last line: a busy server logs many lines per second.
+_last_second: tuple[int, str] = (-1, "")
 
 
 def _rfc3339(created: float) -> str:
+    global _last_second
+    second = int(created)
+    if _last_second[0] != second:
+        _last_second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
     millis = int(created * 1000) % 1000
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{millis:03d}Z"
+    return f"{_last_second[1]}.{millis:03d}Z"
 
 
 def setup(level: str = "info", *, stream: TextIO | None = None) -> None:
@@ -48,5 +59,12 @@ def setup(level: str = "info", *, stream: TextIO | None = None) -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # The lines carry none of the caller, thread or process attributes a LogRecord collects
+    # by default; skip collecting them (the logging HOWTO's "Optimization" section). This
+    # matters on the per-review line.
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+    logging._srcfile = None  # type: ignore[attr-defined]  # no findCaller frame walk
     # aiohttp's access log would duplicate the review line in another format.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

@@ -89,13 +89,21 @@ def subject(
     return Subject(
         target=target,
         operation=operation,
-        namespace=namespace or meta.get("namespace") or None,
+        namespace=subject_namespace(obj, namespace),
         name=str(meta.get("name") or meta.get("generateName") or ""),
         labels=_mapping(meta.get("labels")),
         annotations=_mapping(meta.get("annotations")),
         pod_labels=_mapping(get_path(obj, target.pod_labels)),
         cluster=cluster,
     )
+
+
+def subject_namespace(obj: Mapping[str, Any], namespace: str | None) -> str | None:
+    """The namespace matching sees: the request's, else the object's own."""
+    if namespace:
+        return namespace
+    meta = obj.get("metadata")
+    return (meta.get("namespace") or None) if isinstance(meta, dict) else None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -27,6 +27,7 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
+        self._children: dict[tuple[int, tuple[str, ...]], Counter] = {}
         self.requests = Counter(
             f"{PREFIX}_admission_requests",
             "Admission reviews answered, by object kind, operation and result.",
@@ -90,14 +91,24 @@ class Metrics:
         failed: Iterable[str] = (),
     ) -> None:
         """Count one answered review and the policies that acted on it."""
-        self.requests.labels(kind, operation, result).inc()
+        self._child(self.requests, (kind, operation, result)).inc()
         self.duration.observe(seconds)
         for name in applied:
-            self.applied.labels(name).inc()
+            self._child(self.applied, (name,)).inc()
         for name in audited:
-            self.audited.labels(name).inc()
+            self._child(self.audited, (name,)).inc()
         for name in failed:
-            self.policy_errors.labels(name).inc()
+            self._child(self.policy_errors, (name,)).inc()
+
+    def _child(self, metric: Counter, labels: tuple[str, ...]) -> Counter:
+        """``metric.labels(*labels)``, remembered: ``labels`` validates and locks on every
+        call, and a review updates several series. No series is ever removed, so a child
+        stays the one the registry exports."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def render(self) -> bytes:
         """The registry in the Prometheus text exposition format."""

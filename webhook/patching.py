@@ -16,6 +16,9 @@ from typing import Any
 
 Operation = dict[str, Any]
 _MISSING = object()
+# ``json.dumps(..., separators=...)`` builds a new encoder per call; the server encodes
+# two documents per review (the patch and the answer), so it keeps one.
+COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 def escape(key: str) -> str:
@@ -39,7 +42,7 @@ def diff(original: Any, mutated: Any) -> list[Operation]:
 
 def encode(patch: list[Operation]) -> str:
     """The patch as the AdmissionReview ``patch`` field: base64 of compact JSON."""
-    return base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode("ascii")
+    return base64.b64encode(COMPACT.encode(patch).encode()).decode("ascii")
 
 
 def decode(data: str) -> list[Operation]:

@@ -9,7 +9,6 @@ policy test suites call too.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import signal
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from webhook import admission, logs, review
+from webhook import admission, logs, patching, review
 from webhook.certs import CertificateSource
 from webhook.metrics import CONTENT_TYPE, RESULT_INVALID, Metrics
 from webhook.policyset import PolicySet
@@ -207,7 +206,7 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
         failed=outcome.failed,
     )
     _log_review(req, outcome, answer, seconds)
-    return web.Response(body=json.dumps(answer, separators=(",", ":")).encode(), content_type="application/json")
+    return web.Response(body=patching.COMPACT.encode(answer).encode(), content_type="application/json")
 
 
 def _admit(state: State, req: review.Request) -> admission.Outcome:
