@@ -86,18 +86,20 @@ def _admit(request: Request, policies: PolicySet, cluster: ClusterView | None) -
     candidates = matching.index_for(policies).candidates(target, namespace)
     if not candidates:  # what a run over no policy would answer, without setting one up
         return Outcome(object=request.object, patch=[], warnings=[], result="unchanged")
-    run = _Run(request=request, target=target, cluster=cluster)
     # Gatekeeper's rule: re-apply until the object stops changing, at most one pass more
     # than there are policies. A policy's decision can depend on what a later one wrote
     # (safe rollouts count the nodes a later nodeSelector leaves eligible), and only a
     # converged object makes the second admission of the output an empty patch. A set with
     # no such policy is settled after one pass, and most sets are like that.
-    settle = any(_reads_others_output(p) for p in candidates)
-    run.settling = settle
-    for _ in range(len(candidates) + 1 if settle else 1):
+    settling = any(_reads_others_output(p) for p in candidates)
+    run = _Run(request=request, target=target, cluster=cluster, settling=settling)
+    if not settling:
+        run.run_pass(candidates)
+        return run.finish()
+    for _ in range(len(candidates) + 1):
         if not run.run_pass(candidates):
             return run.finish()
-    return run.finish() if not settle else run.diverged()
+    return run.diverged()
 
 
 def _reads_others_output(policy: Policy) -> bool:
@@ -209,7 +211,9 @@ def _copy_along(value: Any, trie: _Trie | None) -> Any:
 class _Run:
     """The state of one admission: the working copy and what each policy did to it."""
 
-    def __init__(self, *, request: Request, target: Target, cluster: ClusterView | None) -> None:
+    def __init__(
+        self, *, request: Request, target: Target, cluster: ClusterView | None, settling: bool
+    ) -> None:
         assert request.object is not None
         self.request, self.target, self.cluster = request, target, cluster
         self.original: dict[str, Any] = request.object
@@ -222,7 +226,7 @@ class _Run:
         self.changed_in_pass: list[str] = []
         self.patch: list[dict[str, Any]] = []  # original -> working, as of the last pass that changed it
         self._patch_text = "[]"  # the same, frozen: patch values alias the working copy
-        self.settling = True  # whether another pass may follow (see _reads_others_output)
+        self.settling = settling  # whether another pass may follow (see _reads_others_output)
         self._subject: matching.Subject | None = None
 
     def run_pass(self, candidates: tuple[Policy, ...]) -> bool:
