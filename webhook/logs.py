@@ -4,11 +4,12 @@ Structured fields travel in ``extra={"fields": {...}}``; they are merged into th
 """
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
 from typing import Any, TextIO
+
+from webhook import codec
 
 LEVELS = ("debug", "info", "warning", "error")
 
@@ -18,9 +19,6 @@ REVIEW_LOGGER = "webhook.review"
 
 class JsonFormatter(logging.Formatter):
     """Formats a record as one JSON object: time, level, logger, msg, then the fields."""
-
-    # One encoder for every line: ``json.dumps`` with options builds a new one per call.
-    _encoder = json.JSONEncoder(default=str, separators=(",", ":"))
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
@@ -34,7 +32,7 @@ class JsonFormatter(logging.Formatter):
             line.update(fields)
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
-        return self._encoder.encode(line)
+        return codec.dumps_line(line)
 
 
 # The formatted second of the last line: a busy server logs many lines per second.

@@ -14,11 +14,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from webhook import codec
+
 Operation = dict[str, Any]
 _MISSING = object()
-# ``json.dumps(..., separators=...)`` builds a new encoder per call; the server encodes
-# two documents per review (the patch and the answer), so it keeps one.
-COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 def escape(key: str) -> str:
@@ -42,7 +41,7 @@ def diff(original: Any, mutated: Any) -> list[Operation]:
 
 def encode(patch: list[Operation]) -> str:
     """The patch as the AdmissionReview ``patch`` field: base64 of compact JSON."""
-    return base64.b64encode(COMPACT.encode(patch).encode()).decode("ascii")
+    return base64.b64encode(codec.dumps(patch)).decode("ascii")
 
 
 def decode(data: str) -> list[Operation]:

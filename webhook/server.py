@@ -18,7 +18,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from webhook import admission, logs, patching, review
+from webhook import admission, codec, logs, review
 from webhook.certs import CertificateSource
 from webhook.metrics import CONTENT_TYPE, RESULT_INVALID, Metrics
 from webhook.policyset import PolicySet
@@ -206,7 +206,7 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
         failed=outcome.failed,
     )
     _log_review(req, outcome, answer, seconds)
-    return web.Response(body=patching.COMPACT.encode(answer).encode(), content_type="application/json")
+    return web.Response(body=codec.dumps(answer), content_type="application/json")
 
 
 def _admit(state: State, req: review.Request) -> admission.Outcome:
