@@ -44,7 +44,7 @@ _SHARED_KEYS = frozenset(
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     """What admission did to one object."""
 

@@ -31,7 +31,7 @@ MAX_WARNING = 119  # SPEC 4.1: every warning under 120 characters
 POD_SPEC_WRITES = ("affinity", "nodeSelector", "tolerations")
 
 
-@dataclass
+@dataclass(slots=True)
 class Applied:
     """The result of one policy on one object."""
 
@@ -93,18 +93,27 @@ def _apply_pod(
     if not isinstance(pod_spec, dict):
         raise PlacementError(f"{target.kind} has no pod spec at {where}")
     mode = policy.on_conflict
-    scheduling.apply(pod_spec, compiled.scheduling, mode=mode, report=report, cluster=cluster,
-                     preemption=not target.kubevirt)
-    merge.node_selector(pod_spec, compiled.node_selector, mode=mode, report=report, where=where)
-    merge.node_affinity(pod_spec, required=compiled.required, preferred=compiled.preferred, mode=mode,
-                        report=report, where=where)
-    merge.tolerations(pod_spec, compiled.tolerations, mode=mode, report=report, where=where)
-    merge.pod_terms(pod_spec, "podAffinity", required=compiled.affinity_required,
-                    preferred=compiled.affinity_preferred, mode=mode, report=report, where=where)
-    _anti_affinity(obj, pod_spec, compiled=compiled, target=target, mode=mode, report=report, cluster=cluster)
-    labels = get_path(obj, target.pod_labels) or {}
-    rollout.apply(obj, target=target, rollout=compiled.rollout, pod_spec=pod_spec, labels=labels,
-                  mode=mode, report=report, cluster=cluster)
+    # Each step runs only when the policy has something for its field group: a policy
+    # typically sets two or three of them, and this runs for every matching policy.
+    if compiled.scheduling:
+        scheduling.apply(pod_spec, compiled.scheduling, mode=mode, report=report, cluster=cluster,
+                         preemption=not target.kubevirt)
+    if compiled.node_selector:
+        merge.node_selector(pod_spec, compiled.node_selector, mode=mode, report=report, where=where)
+    if compiled.required is not None or compiled.preferred:
+        merge.node_affinity(pod_spec, required=compiled.required, preferred=compiled.preferred, mode=mode,
+                            report=report, where=where)
+    if compiled.tolerations:
+        merge.tolerations(pod_spec, compiled.tolerations, mode=mode, report=report, where=where)
+    if compiled.affinity_required or compiled.affinity_preferred:
+        merge.pod_terms(pod_spec, "podAffinity", required=compiled.affinity_required,
+                        preferred=compiled.affinity_preferred, mode=mode, report=report, where=where)
+    if compiled.spread is not None or compiled.anti_required or compiled.anti_preferred:
+        _anti_affinity(obj, pod_spec, compiled=compiled, target=target, mode=mode, report=report, cluster=cluster)
+    if compiled.rollout and target.rollout is not None:
+        labels = get_path(obj, target.pod_labels) or {}
+        rollout.apply(obj, target=target, rollout=compiled.rollout, pod_spec=pod_spec, labels=labels,
+                      mode=mode, report=report, cluster=cluster)
     if compiled.eviction and target.kubevirt:
         merge.scalar(pod_spec, "evictionStrategy", compiled.eviction, mode=mode, report=report)
 

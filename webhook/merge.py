@@ -35,7 +35,7 @@ class PlacementError(Exception):
     """The policy cannot be applied to this object; the object is left as it was."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Report:
     """What applying one policy did: whether anything changed, and what to tell the user."""
 
@@ -147,6 +147,9 @@ def append_missing(
     # many policies append to does not cost a key per entry per policy.
     buckets = {bucket(item) for item in pending}
     have = {key(x) for x in target if isinstance(x, dict) and bucket(x) in buckets}
+    if not have and len(pending) == 1:  # nothing it could equal: no key needed
+        target.append(copy_json(dict(pending[0])))
+        return True
     added = False
     for item in pending:
         k = key(item)
