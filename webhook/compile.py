@@ -325,11 +325,13 @@ def compiled(policy: Policy) -> Compiled:
     if cached is None:
         try:
             cached = compile_spec(policy.spec)
-        except CompileError as exc:
-            cached = Compiled(error=str(exc))
+        except CompileError as invalid:
+            cached = Compiled(error=str(invalid))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             # The loader validates policies; a spec built some other way that slipped past
             # it fails every object it matches (open, per object) instead of crashing.
+            # (Each clause names its exception differently: compiled by mypyc, one name
+            # is one typed variable.)
             cached = Compiled(error=f"policy cannot be compiled: {type(exc).__name__}: {exc}")
         policy.cache[CACHE_KEY] = cached
     return cached  # type: ignore[no-any-return]

@@ -46,7 +46,7 @@ def encode(patch: list[Operation]) -> str:
 
 def decode(data: str) -> list[Operation]:
     """Inverse of ``encode`` (for tests and the dry-run review output)."""
-    patch = json.loads(base64.b64decode(data))
+    patch: Any = json.loads(base64.b64decode(data))
     if not isinstance(patch, list):
         raise ValueError("a JSON patch is a JSON array")
     return patch

@@ -1,0 +1,44 @@
+"""setuptools' build backend, plus mypy when the compiled build is asked for.
+
+``PLACEMENT_WEBHOOK_COMPILE=1`` makes ``setup.py`` compile the review path with mypyc, which
+ships with mypy; only then does the isolated build environment need mypy, so a plain
+(pure Python) build downloads nothing more than setuptools.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from setuptools import build_meta as _setuptools
+from setuptools.build_meta import *  # noqa: F403  (every hook not overridden below)
+
+_SWITCH = "PLACEMENT_WEBHOOK_COMPILE"
+
+
+def _compiled() -> bool:
+    return os.environ.get(_SWITCH, "").lower() in ("1", "true", "yes")
+
+
+@contextmanager
+def _as_pure_build() -> Iterator[None]:
+    """setuptools runs setup.py to list its requirements: before mypy is installed, so
+    that run must not ask for the compiled build."""
+    saved = os.environ.pop(_SWITCH, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[_SWITCH] = saved
+
+
+def get_requires_for_build_wheel(config_settings=None):  # noqa: ANN001, ANN201 (PEP 517 signature)
+    extra = ["mypy>=1.8"] if _compiled() else []
+    with _as_pure_build():
+        return _setuptools.get_requires_for_build_wheel(config_settings) + extra
+
+
+def get_requires_for_build_editable(config_settings=None):  # noqa: ANN001, ANN201
+    extra = ["mypy>=1.8"] if _compiled() else []
+    with _as_pure_build():
+        return _setuptools.get_requires_for_build_editable(config_settings) + extra
