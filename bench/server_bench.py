@@ -12,7 +12,7 @@ generator has another; closed-loop rounds are interleaved and the median round c
   start, so a stalled server cannot hide its queueing) -> p50/p99 at --rate reviews/s.
 Targets (issue 3): at 10 policies >= 75% of the bare app's throughput; p99 < 5 ms at 500/s.
 The container image runs the compiled build (setup.py); build it in place to measure that:
-    PLACEMENT_WEBHOOK_COMPILE=1 python setup.py build_ext --inplace
+    PLACEMENT_WEBHOOK_COMPILE=1 python setup.py build_ext --inplace   (then run with PYTHONPATH=.)
 """
 from __future__ import annotations
 
@@ -181,6 +181,12 @@ def _pinned(cpu: int | None) -> Callable[[], None] | None:
     return None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
 
 
+def _server_env() -> dict[str, str]:
+    """The checkout on the path: an in-place compiled build keeps mypyc's runtime library there."""
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)}
+
+
 @contextmanager
 def _running(servers: dict[str, tuple[list[str], int, str]]) -> Iterator[None]:
     """Start every server at once (idle ones cost nothing) so rounds can interleave them."""
@@ -188,7 +194,7 @@ def _running(servers: dict[str, tuple[list[str], int, str]]) -> Iterator[None]:
     try:
         for argv, _port, ready in servers.values():
             proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
-                                    preexec_fn=_pinned(SERVER_CPU))
+                                    env=_server_env(), preexec_fn=_pinned(SERVER_CPU))
             procs.append(proc)
             _wait_ready(ready, proc)
         yield
