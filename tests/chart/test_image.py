@@ -190,9 +190,13 @@ def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     venv = tmp_path_factory.mktemp("venv")
     assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=venv).returncode == 0
     python = venv / "bin" / "python"
-    done = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)], cwd=venv)
+    # Isolated from PYTHONPATH: a checkout on it (the compiled in-place build) holds the
+    # project's own metadata, and pip would take the wheel as installed already.
+    done = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)],
+                cwd=venv, env=_isolated_env())
     assert done.returncode == 0, done.stdout + done.stderr
-    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=venv).stdout.strip())
+    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=venv,
+                     env=_isolated_env()).stdout.strip())
     # A plain path line: the test environment's own .pth files (the editable install) stay inactive.
     (site / "borrowed-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     yield venv
