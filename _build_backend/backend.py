@@ -7,7 +7,7 @@ ships with mypy; only then does the isolated build environment need mypy, so a p
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from setuptools import build_meta as _setuptools
@@ -32,13 +32,15 @@ def _as_pure_build() -> Iterator[None]:
             os.environ[_SWITCH] = saved
 
 
-def get_requires_for_build_wheel(config_settings=None):  # noqa: ANN001, ANN201 (PEP 517 signature)
+def _requires(setuptools_hook: Callable[..., list[str]], config_settings: object) -> list[str]:
     extra = ["mypy>=1.8"] if _compiled() else []
     with _as_pure_build():
-        return _setuptools.get_requires_for_build_wheel(config_settings) + extra
+        return setuptools_hook(config_settings) + extra
+
+
+def get_requires_for_build_wheel(config_settings=None):  # noqa: ANN001, ANN201 (PEP 517 signature)
+    return _requires(_setuptools.get_requires_for_build_wheel, config_settings)
 
 
 def get_requires_for_build_editable(config_settings=None):  # noqa: ANN001, ANN201
-    extra = ["mypy>=1.8"] if _compiled() else []
-    with _as_pure_build():
-        return _setuptools.get_requires_for_build_editable(config_settings) + extra
+    return _requires(_setuptools.get_requires_for_build_editable, config_settings)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.machinery
 import json
 import os
 import socket
@@ -233,10 +232,9 @@ def _bare(tls: Path, json_codec: str = "stdlib") -> tuple[list[str], int, str]:
 def _build() -> str:
     """Which build of the engine the servers import: the compiled one the image ships, or
     the pure-Python source (``PLACEMENT_WEBHOOK_COMPILE=1 python setup.py build_ext --inplace``)."""
-    from webhook import engine
+    import webhook
 
-    compiled = engine.__file__ is not None and engine.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
-    return "compiled (mypyc)" if compiled else "pure Python (build in place to measure what the image ships)"
+    return "compiled (mypyc)" if webhook.compiled_build() else "pure Python (build in place to measure what the image ships)"
 
 
 def _median(results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -11,6 +11,16 @@ ANNOTATION_APPLIED = f"{PREFIX}applied"
 ANNOTATION_SKIP = f"{PREFIX}skip"
 LABEL_GROUP = f"{PREFIX}group"
 
+
+def compiled_build() -> bool:
+    """Whether the review path runs compiled by mypyc (``setup.py``) or from its sources."""
+    import importlib.machinery
+
+    from webhook import engine
+
+    return (engine.__file__ or "").endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
 __all__ = [
     "ANNOTATION_APPLIED",
     "ANNOTATION_SKIP",
@@ -21,4 +31,5 @@ __all__ = [
     "PREFIX",
     "TEST_KIND",
     "__version__",
+    "compiled_build",
 ]
