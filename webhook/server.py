@@ -205,7 +205,8 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
         audited=outcome.audited,
         failed=outcome.failed,
     )
-    _log_review(req, outcome, answer, seconds)
+    if review_log.isEnabledFor(logging.INFO):
+        logs.info(review_log, "review", review.log_fields(req, outcome, answer, seconds))
     return web.Response(body=codec.dumps(answer), content_type="application/json")
 
 
@@ -228,32 +229,6 @@ def _reject(state: State, started: float, status: int, message: str) -> web.Resp
     state.metrics.observe_review(kind="", operation="", result=RESULT_INVALID, seconds=time.perf_counter() - started)
     review_log.warning("review rejected", extra={"fields": {"status": status, "error": message}})
     return web.json_response({"error": message, "status": status}, status=status)
-
-
-def _log_review(req: review.Request, outcome: admission.Outcome, answer: dict, seconds: float) -> None:
-    if not review_log.isEnabledFor(logging.INFO):
-        return
-    patch = answer["response"].get("patch", "")
-    fields = {
-        "uid": req.uid,
-        "kind": f"{req.group}/{req.version}/{req.kind}" if req.group else f"{req.version}/{req.kind}",
-        "namespace": req.namespace,
-        "name": req.name,
-        "operation": req.operation,
-        "subResource": req.sub_resource,
-        "dryRun": req.dry_run,
-        "result": outcome.result,
-        "applied": outcome.applied,
-        "audited": outcome.audited,
-        "failed": outcome.failed,
-        "patchOperations": len(outcome.patch),
-        "patchBytes": len(patch) * 3 // 4 - patch[-2:].count("="),  # decoded size of the base64
-        "warnings": len(outcome.warnings),
-        "durationMs": round(seconds * 1000, 3),
-    }
-    if outcome.error:
-        fields["error"] = outcome.error
-    review_log.info("review", extra={"fields": fields})
 
 
 async def healthz(request: web.Request) -> web.Response:
