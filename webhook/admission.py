@@ -12,10 +12,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP, engine, matching, patching
+from webhook import ANNOTATION_SKIP, engine, matching, patching
 from webhook.policyset import Policy, PolicySet
 from webhook.review import Request, clip, clip_all
 from webhook.targets import Target
+from webhook.working import record_applied, working_copy
 
 if TYPE_CHECKING:
     from webhook.cluster import ClusterView
@@ -23,25 +24,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RESULTS = ("patched", "unchanged", "skipped", "ignored", "error")
-_APPLIED_PATH = ("metadata", "annotations")  # where ``_record_applied`` writes
-
-# Subtrees the engine never writes: it edits only the placement fields it owns (SPEC 3.2).
-# A whole-object working copy shares them with the original. These are the bulk of a
-# typical workload.
-_SHARED_KEYS = frozenset(
-    {
-        "containers",
-        "initContainers",
-        "ephemeralContainers",
-        "volumes",
-        "volumeClaimTemplates",
-        "dataVolumeTemplates",
-        "domain",
-        "managedFields",
-        "ownerReferences",
-        "status",
-    }
-)
 
 
 @dataclass(slots=True)
@@ -148,66 +130,6 @@ def _skip_requested(obj: dict[str, Any]) -> bool:
     return str(annotations.get(ANNOTATION_SKIP, "")).strip().lower() == "true"
 
 
-def working_copy(value: Any, target: Target | None = None) -> Any:
-    """A private copy of a JSON object for the engine to mutate.
-
-    With a ``target``, only what the engine may write for that kind is copied
-    (``engine.written_paths``, the applied annotation, and the containers on the way):
-    everything else stays shared with the original, which keeps the copy cheap and lets
-    the differ skip it by identity. Without one, the whole object is copied except
-    ``_SHARED_KEYS``.
-    """
-    if target is None:
-        return _deep_copy(value)
-    return _copy_along(value, _write_trie(target))
-
-
-def _deep_copy(value: Any) -> Any:
-    if type(value) is dict:
-        return {k: (v if k in _SHARED_KEYS else _deep_copy(v)) for k, v in value.items()}
-    if type(value) is list:
-        return [_deep_copy(v) for v in value]
-    return value
-
-
-# A trie of written paths: key -> sub-trie, or None for a subtree the engine owns outright.
-_Trie = dict[str, Any]
-_tries: dict[tuple[str, str], tuple[Target, _Trie | None]] = {}
-
-
-def _write_trie(target: Target) -> _Trie | None:
-    entry = _tries.get((target.group, target.kind))
-    if entry is not None and entry[0] is target:
-        return entry[1]
-    paths = (*engine.written_paths(target), _APPLIED_PATH)
-    tree: _Trie = {}
-    for path in paths:
-        node = tree
-        if not path:
-            continue
-        for key in path[:-1]:
-            if node.get(key, {}) is None:  # an enclosing subtree is owned already
-                break
-            node = node.setdefault(key, {})
-        else:
-            node[path[-1]] = None
-    root = None if () in paths else tree  # () is the whole object
-    _tries[(target.group, target.kind)] = (target, root)
-    return root
-
-
-def _copy_along(value: Any, trie: _Trie | None) -> Any:
-    """Copy the dicts on the trie's paths (shallow) and its owned subtrees (deep)."""
-    if trie is None or type(value) is not dict:  # owned, or an odd shape: copy it all
-        return _deep_copy(value)
-    out = dict(value)
-    for key, sub in trie.items():
-        child = out.get(key)
-        if child is not None:  # absent: the engine creates it in this (copied) dict
-            out[key] = _copy_along(child, sub)
-    return out
-
-
 class _Run:
     """The state of one admission: the working copy and what each policy did to it."""
 
@@ -242,7 +164,7 @@ class _Run:
                 self.consider(policy)
         if not self.changed_in_pass:
             return False
-        _record_applied(self.working, sorted({p.name for p in self.applied}))
+        record_applied(self.working, sorted({p.name for p in self.applied}))
         self.patch = patching.diff(self.original, self.working)
         if not self.settling:
             return True
@@ -309,7 +231,7 @@ class _Run:
         for policy in self.applied:
             self._apply(self.working, policy)
         if self.applied:
-            _record_applied(self.working, sorted({p.name for p in self.applied}))
+            record_applied(self.working, sorted({p.name for p in self.applied}))
         self._subject = None
 
     def _audit(self, policy: Policy) -> None:
@@ -358,21 +280,3 @@ def _summary(ops: list[dict[str, Any]]) -> str:
     if not ops:
         return "change nothing visible"
     return ", ".join(f"{op['op']} {op['path']}" for op in ops)
-
-
-def _record_applied(obj: dict[str, Any], names: list[str]) -> None:
-    """Write the sorted union of old and new names to the object's own annotation.
-
-    Object metadata, never the pod template: changing the template would start a rollout.
-    """
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        meta = obj["metadata"] = {}
-    annotations = meta.get("annotations")
-    if not isinstance(annotations, dict):
-        annotations = meta["annotations"] = {}
-    existing = str(annotations.get(ANNOTATION_APPLIED) or "")
-    union = {n.strip() for n in existing.split(",") if n.strip()} | set(names)
-    value = ",".join(sorted(union))
-    if annotations.get(ANNOTATION_APPLIED) != value:
-        annotations[ANNOTATION_APPLIED] = value

@@ -13,10 +13,11 @@ import itertools
 import marshal
 import math
 import re
+import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
 from webhook import PREFIX
 from webhook.policyset import Policy
@@ -68,10 +69,14 @@ def copy_json(value: Any) -> Any:
     """A deep copy of plain JSON data, several times faster than ``copy.deepcopy``.
 
     Fragments are copied into every object a policy applies to, so this is on the hot path.
-    ``marshal`` copies plain data in C, twice as fast as recursing in Python; its format 2
-    has no back-references, so no two places of the copy share an object even when they
-    did in ``value``. Data it does not handle (a Mapping subclass) is copied by recursion.
+    Compiled (``setup.py``), the recursion below is native code and the fastest way, ~3.5x
+    faster than ``marshal``. Interpreted, ``marshal`` copies plain data in C, twice as fast
+    as recursing in Python; its format 2 has no back-references, so no two places of the
+    copy share an object even when they did in ``value``. Data it does not handle (a
+    Mapping subclass) is copied by recursion.
     """
+    if _NATIVE:
+        return _copy_json(value)
     try:
         return marshal.loads(marshal.dumps(value, 2))
     except ValueError:
@@ -84,6 +89,10 @@ def _copy_json(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy_json(v) for v in value]
     return value
+
+
+# Whether this module runs compiled: a native function is not a Python function object.
+_NATIVE: Final = not isinstance(_copy_json, types.FunctionType)
 
 
 # --- expressions and terms, compared semantically -------------------------------------

@@ -13,7 +13,7 @@ import jsonpatch
 import pytest
 from admission_helpers import deployment, policy, policy_set
 
-from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP, admission, review
+from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP, admission, review, working
 from webhook.policyset import PolicySet
 from webhook.targets import BUILTIN
 
@@ -185,7 +185,7 @@ def test_every_warning_is_under_120_characters() -> None:
 
 def test_the_working_copy_shares_containers_but_not_placement_fields() -> None:
     obj = deployment()
-    copy_ = admission.working_copy(obj)
+    copy_ = working.working_copy(obj)
     assert copy_ == obj
     assert copy_["spec"]["template"]["spec"]["containers"] is obj["spec"]["template"]["spec"]["containers"]
     assert copy_["spec"]["template"]["spec"] is not obj["spec"]["template"]["spec"]
@@ -196,7 +196,7 @@ def test_the_working_copy_of_a_kind_copies_only_what_the_engine_writes() -> None
     obj = deployment(annotations={"a": "b"})
     obj["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {}}
     target = BUILTIN.lookup("apps", "Deployment")
-    copy_ = admission.working_copy(obj, target)
+    copy_ = working.working_copy(obj, target)
     assert copy_ == obj
     pod, orig_pod = copy_["spec"]["template"]["spec"], obj["spec"]["template"]["spec"]
     assert pod is not orig_pod and pod["affinity"] is not orig_pod["affinity"]
