@@ -16,7 +16,6 @@ Decisions where Kubernetes offers no rule:
 """
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -175,8 +174,8 @@ class CandidateIndex:
 
     MAX_ENTRIES = 4096
 
-    def __init__(self, policies: PolicySet) -> None:
-        self._policies = policies
+    def __init__(self, by_kind: Mapping[tuple[str, str], tuple[Policy, ...]]) -> None:
+        self._by_kind = by_kind  # PolicySet.by_kind; not the set, which memoises this index
         self._cache: dict[tuple[str, str, str | None], tuple[Policy, ...]] = {}
 
     def candidates(self, target: Target, namespace: str | None) -> tuple[Policy, ...]:
@@ -185,25 +184,18 @@ class CandidateIndex:
         if hit is None:
             if len(self._cache) >= self.MAX_ENTRIES:
                 self._cache.clear()
-            hit = tuple(p for p in self._policies.candidates(target) if may_match_namespace(p, namespace))
+            by_kind = self._by_kind.get((target.group, target.kind), ())
+            hit = tuple(p for p in by_kind if may_match_namespace(p, namespace))
             self._cache[key] = hit
         return hit
 
 
-# One index per live policy set, keyed by identity: a reload builds a new set, and the old
-# index goes away with the old set. (PolicySet hashes by content, which costs O(policies).)
-_indexes: dict[int, tuple[weakref.ref[PolicySet], CandidateIndex]] = {}
-
-
 def index_for(policies: PolicySet) -> CandidateIndex:
-    """The memoised ``CandidateIndex`` of a policy set."""
-    key = id(policies)
-    entry = _indexes.get(key)
-    if entry is not None and entry[0]() is policies:
-        return entry[1]
-    index = CandidateIndex(policies)
-    forget = _indexes.pop  # bound now: module globals may be gone when a late callback runs
-    _indexes[key] = (weakref.ref(policies, lambda _ref: forget(key, None)), index)
+    """The memoised ``CandidateIndex`` of a policy set (kept in the set: a reload builds a
+    new set, and the old index goes away with the old set)."""
+    index: CandidateIndex | None = policies.cache.get("matching.index")
+    if index is None:
+        index = policies.cache["matching.index"] = CandidateIndex(policies.by_kind)
     return index
 
 

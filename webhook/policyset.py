@@ -51,6 +51,10 @@ class PolicySet:
     _index: dict[tuple[str, str], tuple[Policy, ...]] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )
+    # Derived data other modules memoise per set (``matching.index_for``); it lives and dies
+    # with the set. Nothing in it may refer back to the set: a cycle would keep a set that a
+    # reload replaced alive until the cyclic collector runs.
+    cache: dict[str, Any] = field(init=False, repr=False, compare=False, hash=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         ordered = tuple(sorted(self.policies, key=lambda p: (p.order, p.name)))
@@ -74,6 +78,11 @@ class PolicySet:
     def candidates(self, target: Target) -> tuple[Policy, ...]:
         """Policies that can match objects of this target's kind, in run order."""
         return self._index.get((target.group, target.kind), ())
+
+    @property
+    def by_kind(self) -> Mapping[tuple[str, str], tuple[Policy, ...]]:
+        """``candidates`` of every target, keyed by (group, kind)."""
+        return self._index
 
     def digest(self) -> str:
         """A short content hash, for logs and the reload metric."""

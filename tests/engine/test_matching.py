@@ -210,3 +210,27 @@ def test_the_fast_selector_check_and_the_explanation_always_agree(selector: dict
 
 def test_unknown_selector_operators_never_select() -> None:
     assert not matching.selector_matches({"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["1"]}]}, {})
+
+
+def test_a_policy_set_a_reload_replaced_is_freed_with_its_index_without_the_cyclic_collector() -> None:
+    # The server memoises a candidate index per set; a reload drops the old set. Were the
+    # index to keep the set alive (or in a cycle), every reload would leak the whole set.
+    import gc
+    import weakref
+
+    from admission_helpers import policy_set
+
+    policies = policy_set(policy("a", match={"namespaces": ["prod"]}), policy("b"))
+    deployment_kind = BUILTIN.lookup("apps", "Deployment")
+    assert deployment_kind is not None
+    index = matching.index_for(policies)
+    assert [p.name for p in index.candidates(deployment_kind, "prod")] == ["a", "b"]
+    assert [p.name for p in index.candidates(deployment_kind, "dev")] == ["b"]
+    assert matching.index_for(policies) is index  # memoised
+    gone, gone_index = weakref.ref(policies), weakref.ref(index)
+    del policies, index
+    gc.disable()
+    try:
+        assert gone() is None and gone_index() is None  # reference counting alone freed both
+    finally:
+        gc.enable()

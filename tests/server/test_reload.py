@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
+import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from serverkit import (
     sample,
 )
 
-from webhook import reload, server
+from webhook import admission, reload, review, server
 
 Client = TestClient[web.Request, web.Application]
 RELOADS = "placement_webhook_policy_reloads_total"
@@ -41,6 +43,24 @@ def test_a_new_file_is_picked_up(policy_dir: Path) -> None:
     (policy_dir / "zone.yaml").write_text(ZONE_POLICY)
     assert source.poll() is True
     assert source.policies is not None and source.policies.names == ("ssd", "zone")
+
+
+def test_a_set_a_reload_replaced_is_freed_once_admission_has_used_it(policy_dir: Path) -> None:
+    # Admission memoises per-set data; none of it may outlive the set, or every reload of a
+    # long-running server would keep one more policy set in memory.
+    source = reload.PolicySource([policy_dir])
+    source.poll()
+    assert source.policies is not None
+    outcome = admission.admit(review.parse(admission_review(deployment())), policies=source.policies)
+    assert outcome.applied == ["ssd"]
+    old = weakref.ref(source.policies)
+    (policy_dir / "zone.yaml").write_text(ZONE_POLICY)
+    gc.disable()  # reference counting alone must free it
+    try:
+        assert source.poll() is True
+        assert old() is None
+    finally:
+        gc.enable()
 
 
 def test_a_broken_change_keeps_the_last_good_set_and_reports_file_and_line(policy_dir: Path) -> None:
