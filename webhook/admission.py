@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RESULTS = ("patched", "unchanged", "skipped", "ignored", "error")
+
+# The two calls through which admission reaches matching and the engine for each policy.
+# They are looked up here on every call, so tests can replace them to check orchestration
+# (order, audit mode, failures, settling) apart from engine semantics; in the compiled
+# build a direct call into another compiled module is bound early and cannot be replaced.
+apply_policy: Callable[..., engine.Applied] = engine.apply_policy
+selects: Callable[[Policy, matching.Subject], matching.Verdict] = matching.selects
 
 
 @dataclass(slots=True)
@@ -197,7 +205,7 @@ class _Run:
         return self._subject
 
     def consider(self, policy: Policy) -> None:
-        verdict = matching.selects(policy, self.subject())
+        verdict = selects(policy, self.subject())
         if verdict.undecided:
             self.warnings.append(f"{policy.name}: {verdict.reason}")
         if not verdict.matched:
@@ -208,7 +216,7 @@ class _Run:
             self._enforce(policy)
 
     def _apply(self, obj: dict[str, Any], policy: Policy) -> engine.Applied:
-        return engine.apply_policy(obj, policy=policy, target=self.target, cluster=self.cluster)
+        return apply_policy(obj, policy=policy, target=self.target, cluster=self.cluster)
 
     def _enforce(self, policy: Policy) -> None:
         try:

@@ -165,7 +165,7 @@ def test_an_unexpected_engine_exception_fails_open_without_a_patch() -> None:
 
 
 def test_admit_never_raises_even_when_matching_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(admission.matching, "selects", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(admission, "selects", lambda *a, **k: 1 / 0)
     out = _admit(deployment())
     assert out.result == "error" and "ZeroDivisionError" in str(out.error)
 
@@ -223,7 +223,7 @@ def test_policies_that_never_settle_fail_open_with_an_error_naming_them(monkeypa
         pod["nodeSelector"] = {"flip": "b" if (pod.get("nodeSelector") or {}).get("flip") == "a" else "a"}
         return engine.Applied(changed=True, warnings=[])
 
-    monkeypatch.setattr(engine, "apply_policy", toggle)
+    monkeypatch.setattr(admission, "apply_policy", toggle)
     # A rollout reads other policies' output, so admission keeps passing until it settles.
     flipper = policy("flipper", rollout={"mode": "safe"})
     out = admission.admit(review.request_for_object(deployment()), policies=policy_set(flipper))
@@ -269,7 +269,7 @@ def test_a_second_pass_runs_only_when_a_policy_reads_what_others_write(
         calls.append(kw["policy"].name)
         return fake_apply(obj, **kw)
 
-    monkeypatch.setattr(engine, "apply_policy", counting)
+    monkeypatch.setattr(admission, "apply_policy", counting)
     p = policy("p", **spec)
     out = admission.admit(review.request_for_object(deployment()), policies=policy_set(p))
     assert out.result == "patched"

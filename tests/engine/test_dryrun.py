@@ -281,12 +281,12 @@ def test_cluster_state_feeds_namespace_selectors(tmp_path: Path, capsys: pytest.
 def test_an_engine_failure_on_one_object_exits_1_and_still_prints_it(
     tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from webhook import engine
+    from webhook import admission
 
     def crash(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(engine, "apply_policy", crash)
+    monkeypatch.setattr(admission, "apply_policy", crash)
     code, out, err = _mutate(capsys, policies, "-f", str(_write(tmp_path, "d.yaml", DEPLOYMENT)), "-o", "json")
     assert code == 1
     assert "error: Deployment/default/web: RuntimeError: kaput" in err

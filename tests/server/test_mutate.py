@@ -21,7 +21,7 @@ from serverkit import (
     with_node_affinity_terms,
 )
 
-from webhook import admission, engine, logs, server
+from webhook import admission, logs, server
 
 Client = TestClient[web.Request, web.Application]
 MiB = 1024 * 1024
@@ -203,7 +203,7 @@ async def test_an_engine_that_raises_fails_open_with_a_warning_and_an_error_metr
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(engine, "apply_policy", explode)
+    monkeypatch.setattr(admission, "apply_policy", explode)
     answer = await post_review(client, admission_review(deployment()))
     response = answer["response"]
     assert response["allowed"] is True and "patch" not in response
