@@ -1,6 +1,6 @@
 """Server benchmark: the real webhook over TLS against a bare aiohttp TLS app, same run.
 
-    python bench/server_bench.py [--seconds 3] [--rounds 3] [--connections 8] [--rate 500] [--check]
+    python bench/server_bench.py [--seconds 3] [--rounds 5] [--connections 8] [--rate 500] [--check]
 
 Starts each server in its own process (`placement-webhook serve` with 10 and with 1,000
 policies, and `bench/bare_app.py` parsing with json and with the webhook's codec), then
@@ -327,7 +327,7 @@ def orchestrate(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each closed-loop round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per server and load (the median counts)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per server and load (the median counts)")
     parser.add_argument("--connections", type=int, default=8, help="keep-alive connections of the closed loop")
     parser.add_argument("--rate", type=float, default=500.0, help="reviews per second of the fixed-rate run")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
