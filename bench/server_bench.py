@@ -308,6 +308,11 @@ def orchestrate(args: argparse.Namespace) -> int:
             row, slow = _row(name, _median(closed[name])), _median(fixed[name], "p99")
             print(f"  {row}   p50 {slow['p50'] * 1000:6.2f} ms  p99 {slow['p99'] * 1000:6.2f} ms"
                   f"  (load generator late p99 {slow['late_p99'] * 1000:5.2f} ms)")
+        print("every round, in order (closed loop reviews/s | fixed-rate p99 ms / load generator late p99 ms):")
+        for name in servers:
+            rates = " ".join(f"{r['rps']:,.0f}" for r in closed[name])
+            tails = " ".join(f"{r['p99'] * 1000:.1f}/{r['late_p99'] * 1000:.1f}" for r in fixed[name])
+            print(f"  {name:<40} {rates} | {tails}")
         if before and after and after[1] > before[1]:
             stolen = (after[0] - before[0]) / (after[1] - before[1])
             print(f"CPU time stolen by the hypervisor during the run: {stolen:.0%}"
