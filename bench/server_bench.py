@@ -1,6 +1,7 @@
 """Server benchmark: the real webhook over TLS against a bare aiohttp TLS app, same run.
 
     python bench/server_bench.py [--seconds 3] [--rounds 5] [--connections 8] [--rate 500] [--check]
+                                 [--let-cpu-idle]
 
 Starts each server in its own process (`placement-webhook serve` with 10 and with 1,000
 policies, and `bench/bare_app.py` parsing with json and with the webhook's codec), then
@@ -8,14 +9,19 @@ drives it from a separate process over keep-alive TLS connections with a typical
 Deployment review, loopback only, nothing installed. Servers share one CPU and the load
 generator has another; rounds are interleaved across servers and the median round counts:
 - closed loop: N connections send back to back -> throughput, p50/p99 latency;
-- fixed rate: reviews started on a fixed schedule over a warm pool of N keep-alive
-  connections (latency counted from the scheduled start, so a stalled server cannot hide
-  its queueing) -> p50/p99 at --rate reviews/s. The generator sleeps until just before
-  each start and then yields to its event loop until the start time (the loop's timer
-  alone wakes on millisecond ticks). How late it still started reviews is printed beside
-  them: that part of the latency is the generator's and the machine's, not the server's.
-On a VM, the share of CPU time the hypervisor stole during the run is printed: a stolen
-slice stalls every server alike and shows up in their tails.
+- fixed rate: reviews started on a fixed schedule over a warm pool of keep-alive connections
+  as large as the one client-go keeps to a webhook (latency counted from the scheduled
+  start, so a stalled server cannot hide its queueing) -> p50/p99 at --rate reviews/s. The
+  generator sleeps until just before each start and then yields to its event loop until the
+  start time (the loop's timer alone wakes on millisecond ticks), with its own cyclic GC off.
+  How late it still started reviews is printed beside them: that part of the latency is the
+  generator's and the machine's, not the server's. So are connections it had to open mid-run.
+  The servers' CPU is kept out of idle meanwhile (a SCHED_IDLE busy loop, --let-cpu-idle to
+  skip it): on a VM an idle CPU halts, and how soon it runs again is the hypervisor's call.
+Beside throughput, the server's CPU time per review (from /proc) says what a review costs
+whatever capped the throughput. On a VM, the share of CPU time the hypervisor stole is
+printed for the machine and for each of the two CPUs: a stolen slice stalls every server
+alike and shows up in their tails.
 Targets (issue 3): at 10 policies >= 75% of the bare app's throughput; p99 < 5 ms at 500/s.
 The container image runs the compiled build (setup.py); build it in place to measure that:
     PLACEMENT_WEBHOOK_COMPILE=1 python setup.py build_ext --inplace   (then run with PYTHONPATH=.)
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import socket
@@ -82,26 +89,51 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
+# client-go keeps this many idle connections per host (transport/cache.go, idleConnsPerHost):
+# an API server that has sent reviews for a while holds a pool this size to the webhook.
+API_SERVER_IDLE_CONNS = 25
+
+
+@contextmanager
+def _no_collector_pauses() -> Iterator[None]:
+    """The measured window runs with this process's cyclic GC off (what exists is frozen
+    first): a collection here would stall the load generator, and its pause would be billed
+    to the server. A few seconds of reviews leave little cyclic garbage."""
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
 async def _closed_loop(url: str, ctx: ssl.SSLContext, body: bytes, *, connections: int, seconds: float) -> dict[str, Any]:
     import aiohttp
 
     latencies: list[float] = []
+    served = 0  # warm-up included: the server's CPU time is read around the whole run
     headers = {"Content-Type": "application/json"}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections, ssl=ctx)) as session:
         async def worker(deadline: float) -> None:
+            nonlocal served
             while time.perf_counter() < deadline:
                 start = time.perf_counter()
                 async with session.post(url, data=body, headers=headers) as resp:
                     await resp.read()
                     assert resp.status == 200, resp.status
                 latencies.append(time.perf_counter() - start)
+                served += 1
 
         await asyncio.gather(*(worker(time.perf_counter() + 0.5) for _ in range(connections)))  # warm-up
         latencies.clear()
-        started = time.perf_counter()
-        await asyncio.gather(*(worker(started + seconds) for _ in range(connections)))
-        elapsed = time.perf_counter() - started
-    return {"rps": len(latencies) / elapsed, "p50": _percentile(latencies, 0.5), "p99": _percentile(latencies, 0.99)}
+        with _no_collector_pauses():
+            started = time.perf_counter()
+            await asyncio.gather(*(worker(started + seconds) for _ in range(connections)))
+            elapsed = time.perf_counter() - started
+    return {"rps": len(latencies) / elapsed, "p50": _percentile(latencies, 0.5), "p99": _percentile(latencies, 0.99),
+            "served": served}
 
 
 async def _fixed_rate(
@@ -111,40 +143,56 @@ async def _fixed_rate(
 
     latencies: list[float] = []
     lateness: list[float] = []  # how late this load generator itself started each review
+    opened: list[float] = []  # connections the client had to open, TLS handshake and all
+    served = 0
     headers = {"Content-Type": "application/json"}
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64, ssl=ctx)) as session:
+    tracing = aiohttp.TraceConfig()
+
+    async def on_connection(_session: Any, _ctx: Any, _params: Any) -> None:
+        opened.append(time.perf_counter())
+
+    tracing.on_connection_create_end.append(on_connection)
+    connector = aiohttp.TCPConnector(limit=64, ssl=ctx)
+    async with aiohttp.ClientSession(connector=connector, trace_configs=[tracing]) as session:
         async def one(scheduled: float) -> None:
+            nonlocal served
             lateness.append(time.perf_counter() - scheduled)
             async with session.post(url, data=body, headers=headers) as resp:
                 await resp.read()
                 assert resp.status == 200, resp.status
             latencies.append(time.perf_counter() - scheduled)
+            served += 1
 
-        # Warm up a pool of keep-alive connections, as the API server keeps to a webhook:
-        # otherwise the first bursts of the schedule open connections, and their TLS
-        # handshakes land in the latencies.
-        for _ in range(10):
-            await asyncio.gather(*(one(time.perf_counter()) for _ in range(connections)))
+        # Warm up the pool of keep-alive connections an API server keeps to a webhook.
+        # With a smaller pool, the first hiccup that puts more reviews in flight than there
+        # are connections opens new ones mid-run, and each TLS handshake (milliseconds of
+        # CPU on both sides) delays the reviews queued behind it: a cascade a long-running
+        # API server, whose pool has grown to its peak concurrency, does not see.
+        pool = max(connections, API_SERVER_IDLE_CONNS)
+        for _ in range(3):
+            await asyncio.gather(*(one(time.perf_counter()) for _ in range(pool)))
         latencies.clear()
         lateness.clear()
+        opened.clear()
         tasks = []
-        start = time.perf_counter()
-        for i in range(int(rate * seconds)):
-            scheduled = start + i / rate
-            delay = scheduled - time.perf_counter()
-            if delay > 0.002:  # the loop's timer wakes on millisecond ticks: sleep short ...
-                await asyncio.sleep(delay - 0.0015)
-            while time.perf_counter() < scheduled:  # ... then yield until it is time, serving I/O meanwhile
-                await asyncio.sleep(0)
-            tasks.append(asyncio.create_task(one(scheduled)))
-        # A server that cannot keep up would make this run last for minutes: reviews still
-        # unanswered 2 s after the schedule ends count as infinitely late.
-        _done, late = await asyncio.wait(tasks, timeout=2.0)
+        with _no_collector_pauses():
+            start = time.perf_counter()
+            for i in range(int(rate * seconds)):
+                scheduled = start + i / rate
+                delay = scheduled - time.perf_counter()
+                if delay > 0.002:  # the loop's timer wakes on millisecond ticks: sleep short ...
+                    await asyncio.sleep(delay - 0.0015)
+                while time.perf_counter() < scheduled:  # ... then yield until it is time, serving I/O meanwhile
+                    await asyncio.sleep(0)
+                tasks.append(asyncio.create_task(one(scheduled)))
+            # A server that cannot keep up would make this run last for minutes: reviews still
+            # unanswered 2 s after the schedule ends count as infinitely late.
+            _done, late = await asyncio.wait(tasks, timeout=2.0)
         for task in late:
             task.cancel()
         latencies.extend([float("inf")] * len(late))
     return {"rps": rate, "p50": _percentile(latencies, 0.5), "p99": _percentile(latencies, 0.99),
-            "late_p99": _percentile(lateness, 0.99)}
+            "late_p99": _percentile(lateness, 0.99), "opened": len(opened), "served": served}
 
 
 def drive(args: argparse.Namespace) -> None:
@@ -204,8 +252,9 @@ def _server_env() -> dict[str, str]:
 
 
 @contextmanager
-def _running(servers: dict[str, tuple[list[str], int, str]]) -> Iterator[None]:
-    """Start every server at once (idle ones cost nothing) so rounds can interleave them."""
+def _running(servers: dict[str, tuple[list[str], int, str]]) -> Iterator[dict[str, int]]:
+    """Start every server at once (idle ones cost nothing) so rounds can interleave them;
+    yields each one's pid."""
     procs = []
     try:
         for argv, _port, ready in servers.values():
@@ -213,7 +262,7 @@ def _running(servers: dict[str, tuple[list[str], int, str]]) -> Iterator[None]:
                                     env=_server_env(), preexec_fn=_pinned(SERVER_CPU))
             procs.append(proc)
             _wait_ready(ready, proc)
-        yield
+        yield {name: proc.pid for name, proc in zip(servers, procs)}
     finally:
         for proc in procs:
             proc.terminate()
@@ -221,11 +270,26 @@ def _running(servers: dict[str, tuple[list[str], int, str]]) -> Iterator[None]:
             proc.wait(30)
 
 
-def _measure(port: int, ca: Path, args: argparse.Namespace, *, rate: float = 0) -> dict[str, Any]:
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time the server's event loop thread has run, in nanosecond resolution."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _measure(port: int, pid: int, ca: Path, args: argparse.Namespace, *, rate: float = 0) -> dict[str, Any]:
     argv = [sys.executable, __file__, "--drive", "--port", str(port), "--ca", str(ca), "--seconds", str(args.seconds),
             "--connections", str(args.connections), "--rate", str(rate)]
+    before = _cpu_seconds(pid)
     out = subprocess.run(argv, check=True, capture_output=True, text=True, preexec_fn=_pinned(DRIVER_CPU)).stdout
+    after = _cpu_seconds(pid)
     result: dict[str, Any] = json.loads(out)
+    served = result.pop("served", 0)
+    # What a review costs the server, whatever the load generator or the hypervisor did:
+    # throughput can be capped by the generator's own CPU, this cannot.
+    result["cpu_us"] = (after - before) / served * 1e6 if before is not None and after is not None and served else None
     return result
 
 
@@ -259,19 +323,63 @@ def _median(results: list[dict[str, Any]], key: str = "rps") -> dict[str, Any]:
     return sorted(results, key=lambda r: r[key])[len(results) // 2]
 
 
-def _cpu_times() -> tuple[float, float] | None:
-    """(stolen, total) CPU ticks of the machine so far: on a VM the hypervisor's steal is
-    time no process ran, and it lands in the latencies of whatever was waiting."""
+def _cpu_times() -> dict[str, tuple[float, float]]:
+    """(stolen, total) ticks of each CPU so far (``cpu`` is the whole machine): on a VM the
+    hypervisor's steal is time no process ran, and it lands in the latencies of whatever was
+    waiting. Per CPU, because it is not spread evenly: the servers' CPU, idle between
+    reviews, can lose a tenth of its time while the machine as a whole shows 2%."""
+    times = {}
     try:
         with open("/proc/stat") as f:
-            fields = [float(v) for v in f.readline().split()[1:]]
+            for line in f:
+                if line.startswith("cpu"):
+                    name, *values = line.split()
+                    fields = [float(v) for v in values]
+                    times[name] = ((fields[7] if len(fields) > 7 else 0.0), sum(fields))
     except (OSError, ValueError):
+        return {}
+    return times
+
+
+def _stolen(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]], cpu: str) -> float | None:
+    if cpu not in before or cpu not in after or after[cpu][1] <= before[cpu][1]:
         return None
-    return (fields[7] if len(fields) > 7 else 0.0), sum(fields)
+    return (after[cpu][0] - before[cpu][0]) / (after[cpu][1] - before[cpu][1])
 
 
-def _row(name: str, r: dict[str, Any]) -> str:
-    return f"{name:<40} {r['rps']:>7,.0f}/s  p50 {r['p50'] * 1000:6.2f} ms  p99 {r['p99'] * 1000:6.2f} ms"
+@contextmanager
+def _kept_awake(cpu: int | None, enabled: bool) -> Iterator[None]:
+    """Keep ``cpu`` out of its idle state with a SCHED_IDLE busy loop, as latency benchmarks
+    do (cyclictest holds /dev/cpu_dma_latency at 0 by default). At 500 reviews/s the servers'
+    CPU idles between reviews; a VM's idle CPU halts, and waking it is up to the hypervisor,
+    which can take tens of milliseconds on a busy host -- latency that belongs to the host, not
+    the server. The scheduler preempts a SCHED_IDLE task whenever a server wakes and weighs it at
+    3 against a server's 1024, so the loop takes next to nothing from the servers."""
+    if cpu is None or not enabled:
+        yield
+        return
+
+    def idle_policy() -> None:
+        os.sched_setaffinity(0, {cpu})
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=idle_policy)
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+def _cpu_median(results: list[dict[str, Any]]) -> float | None:
+    """The server's CPU time per review, median of the rounds (None where /proc cannot say)."""
+    values = sorted(r["cpu_us"] for r in results if r.get("cpu_us") is not None)
+    return values[len(values) // 2] if values else None
+
+
+def _row(name: str, r: dict[str, Any], cpu_us: float | None) -> str:
+    cpu = f"{cpu_us:4.0f} us" if cpu_us is not None else "    -  "
+    return f"{name:<40} {r['rps']:>7,.0f}/s  p50 {r['p50'] * 1000:6.2f} ms  p99 {r['p99'] * 1000:6.2f} ms  {cpu}"
 
 
 BASELINE = "bare aiohttp TLS app (json)"
@@ -295,29 +403,40 @@ def orchestrate(args: argparse.Namespace) -> int:
         closed: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
         fixed: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
         before = _cpu_times()
-        with _running(servers):
+        with _running(servers) as pids:
             for _ in range(args.rounds):  # interleaved: a slow minute of the machine hits every server
                 for name, (_argv, port, _ready) in servers.items():
-                    closed[name].append(_measure(port, ca, args))
-            for _ in range(args.rounds):
-                for name, (_argv, port, _ready) in servers.items():
-                    fixed[name].append(_measure(port, ca, args, rate=args.rate))
+                    closed[name].append(_measure(port, pids[name], ca, args))
+            with _kept_awake(SERVER_CPU, not args.let_cpu_idle):
+                for _ in range(args.rounds):
+                    for name, (_argv, port, _ready) in servers.items():
+                        fixed[name].append(_measure(port, pids[name], ca, args, rate=args.rate))
         after = _cpu_times()
-        print(f"{'closed loop, median round':<42}{'':<37}fixed rate {args.rate:g}/s, median round")
+        awake = "" if SERVER_CPU is None else (", servers' CPU let idle" if args.let_cpu_idle
+                                                else ", servers' CPU kept awake")
+        print(f"{'closed loop, median round':<42}{'':<37}{'CPU/review':<11}"
+              f"fixed rate {args.rate:g}/s, median round{awake}")
         for name in servers:
-            row, slow = _row(name, _median(closed[name])), _median(fixed[name], "p99")
+            row, slow = _row(name, _median(closed[name]), _cpu_median(closed[name])), _median(fixed[name], "p99")
             print(f"  {row}   p50 {slow['p50'] * 1000:6.2f} ms  p99 {slow['p99'] * 1000:6.2f} ms"
                   f"  (load generator late p99 {slow['late_p99'] * 1000:5.2f} ms)")
-        print("every round, in order (closed loop reviews/s | fixed-rate p99 ms / load generator late p99 ms):")
+        print("every round, in order (closed loop reviews/s | fixed-rate p99 ms / load generator late p99 ms"
+              " [+ connections opened mid-run]):")
         for name in servers:
             rates = " ".join(f"{r['rps']:,.0f}" for r in closed[name])
-            tails = " ".join(f"{r['p99'] * 1000:.1f}/{r['late_p99'] * 1000:.1f}" for r in fixed[name])
+            tails = " ".join(f"{r['p99'] * 1000:.1f}/{r['late_p99'] * 1000:.1f}"
+                             + (f"+{r['opened']}" if r["opened"] else "") for r in fixed[name])
             print(f"  {name:<40} {rates} | {tails}")
-        if before and after and after[1] > before[1]:
-            stolen = (after[0] - before[0]) / (after[1] - before[1])
-            print(f"CPU time stolen by the hypervisor during the run: {stolen:.0%}"
+        cpus = [("machine", "cpu")] + ([] if SERVER_CPU is None else
+                                       [("servers' CPU", f"cpu{SERVER_CPU}"), ("load CPU", f"cpu{DRIVER_CPU}")])
+        shares = [(label, _stolen(before, after, key)) for label, key in cpus]
+        known = [(label, share) for label, share in shares if share is not None]
+        if known:
+            worst = max(share for _label, share in known)
+            print("CPU time stolen by the hypervisor during the run: "
+                  + ", ".join(f"{label} {share:.0%}" for label, share in known)
                   + (" -- too much for the figures to mean much; run again when the machine is quieter"
-                     if stolen > STEAL_LIMIT else ""))
+                     if worst > STEAL_LIMIT else ""))
         webhook = _median(closed["webhook, 10 policies"])["rps"]
         ratio = webhook / _median(closed[BASELINE])["rps"]
         codec_ratio = webhook / _median(closed[CODEC_BASELINE])["rps"]
@@ -326,6 +445,10 @@ def orchestrate(args: argparse.Namespace) -> int:
         print(f"10 policies: {ratio:.0%} of the bare app's throughput (target >= 75%; {codec_ratio:.0%} of a bare app "
               f"parsing with the webhook's codec), p99 {p99 * 1000:.2f} ms at {args.rate:g}/s (target < 5 ms): "
               f"{'ok' if ok else 'MISSED'}")
+        cpu, bare_cpu = _cpu_median(closed["webhook, 10 policies"]), _cpu_median(closed[BASELINE])
+        if cpu and bare_cpu:
+            print(f"server CPU per review, closed loop: webhook {cpu:.0f} us, bare app {bare_cpu:.0f} us -- by CPU "
+                  f"alone the webhook would serve {bare_cpu / cpu:.0%} of the bare app's reviews")
         return 1 if (args.check and not ok) else 0
 
 
@@ -336,6 +459,9 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=8, help="keep-alive connections of the closed loop")
     parser.add_argument("--rate", type=float, default=500.0, help="reviews per second of the fixed-rate run")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--let-cpu-idle", action="store_true",
+                        help="do not keep the servers' CPU out of idle during the fixed-rate run "
+                             "(on a VM, its wake-ups then add the hypervisor's scheduling delay)")
     parser.add_argument("--drive", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--ca", help=argparse.SUPPRESS)

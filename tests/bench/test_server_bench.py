@@ -1,0 +1,84 @@
+"""The server bench's harness: what it does to the machine, and that it runs end to end."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import server_bench
+
+linux_only = pytest.mark.skipif(not Path("/proc/self/schedstat").exists(), reason="reads /proc")
+
+
+def _children() -> set[int]:
+    """Pids of this process's children, from /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+                found.add(int(entry.name))
+    return found
+
+
+@linux_only
+def test_keeping_a_cpu_awake_runs_an_idle_priority_spinner_on_that_cpu_only_while_inside() -> None:
+    cpu = max(os.sched_getaffinity(0))
+    before = _children()
+    with server_bench._kept_awake(cpu, enabled=True):
+        spinners = _children() - before
+        assert len(spinners) == 1
+        (pid,) = spinners
+        assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+        assert os.sched_getaffinity(pid) == {cpu}
+        time.sleep(0.2)
+        assert server_bench._cpu_seconds(pid) > 0.05  # it does spin
+    assert _children() - before == set()
+
+
+def test_keeping_awake_does_nothing_when_disabled_or_unpinned() -> None:
+    before = _children() if Path("/proc").exists() else set()
+    for cpu, enabled in ((0, False), (None, True)):
+        with server_bench._kept_awake(cpu, enabled=enabled):
+            if Path("/proc").exists():
+                assert _children() == before
+
+
+def test_stolen_share_is_per_cpu_and_unknown_without_progress() -> None:
+    before = {"cpu": (10.0, 1000.0), "cpu1": (0.0, 500.0)}
+    after = {"cpu": (30.0, 2000.0), "cpu1": (100.0, 1500.0)}
+    assert server_bench._stolen(before, after, "cpu") == pytest.approx(0.02)
+    assert server_bench._stolen(before, after, "cpu1") == pytest.approx(0.10)
+    assert server_bench._stolen(before, before, "cpu") is None
+    assert server_bench._stolen(before, after, "cpu7") is None
+
+
+def test_cpu_per_review_is_the_median_round_ignoring_rounds_proc_could_not_read() -> None:
+    rounds = [{"cpu_us": 410.0}, {"cpu_us": None}, {"cpu_us": 390.0}, {"cpu_us": 700.0}]
+    assert server_bench._cpu_median(rounds) == 410.0
+    assert server_bench._cpu_median([{"cpu_us": None}]) is None
+
+
+@linux_only
+def test_the_bench_runs_end_to_end_and_reports_every_figure(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "server_bench.py"), "--rounds", "1", "--seconds", "0.3", "--rate", "50"],
+        capture_output=True, text=True, timeout=300, env=env, check=True,
+    ).stdout
+    for server in ("bare aiohttp TLS app (json)", "bare aiohttp TLS app (webhook's codec)",
+                   "webhook, 10 policies", "webhook, 1000 policies"):
+        assert out.count(server) == 2, out  # the median row and the every-round row
+    assert " us " in out and "load generator late p99" in out
+    assert "CPU time stolen by the hypervisor during the run: machine" in out
+    assert "10 policies:" in out and "server CPU per review, closed loop: webhook" in out
