@@ -23,18 +23,20 @@ class JsonFormatter(logging.Formatter):
     """Formats a record as one JSON object: time, level, logger, msg, then the fields."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
-            "time": _rfc3339(record.created),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
         fields = getattr(record, "fields", None)
-        if isinstance(fields, dict):
-            line.update(fields)
+        line = _line(record.created, record.levelname.lower(), record.name, record.getMessage(),
+                     fields if isinstance(fields, dict) else None)
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
         return codec.dumps_line(line)
+
+
+def _line(created: float, level: str, logger: str, msg: str, fields: dict[str, Any] | None) -> dict[str, Any]:
+    """A log line's object: time, level, logger, msg, then the fields (``format`` and ``info``)."""
+    line: dict[str, Any] = {"time": _rfc3339(created), "level": level, "logger": logger, "msg": msg}
+    if fields:
+        line.update(fields)
+    return line
 
 
 class JsonHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -44,14 +46,14 @@ class JsonHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().__init__(stream)
         self.setFormatter(JsonFormatter())
 
-    def write_line(self, line: str, record: logging.LogRecord | None = None) -> None:
+    def write_line(self, line: str) -> None:
         """Write one formatted line as ``emit`` would, under the handler's lock."""
         try:
             with self.lock:  # type: ignore[union-attr]  # StreamHandler always has one
                 self.stream.write(line + self.terminator)
                 self.stream.flush()
         except Exception:
-            self.handleError(record or logging.makeLogRecord({"msg": line}))
+            self.handleError(logging.makeLogRecord({"msg": line}))
 
 
 # The handler ``setup`` installed, if any.
@@ -72,9 +74,7 @@ def info(logger: logging.Logger, msg: str, fields: dict[str, Any]) -> None:
     if handler is None:
         logger.info(msg, extra={"fields": fields})
         return
-    line: dict[str, Any] = {"time": _rfc3339(time.time()), "level": "info", "logger": logger.name, "msg": msg}
-    line.update(fields)
-    handler.write_line(codec.dumps_line(line))
+    handler.write_line(codec.dumps_line(_line(time.time(), "info", logger.name, msg, fields)))
 
 
 def _sole_handler(logger: logging.Logger) -> JsonHandler | None:
