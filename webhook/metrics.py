@@ -30,6 +30,9 @@ DURATION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 # Result label of a review the server rejected before admission (HTTP 400/413/415).
 RESULT_INVALID = "invalid"
 
+_DURATION = f"{PREFIX}_admission_duration_seconds"
+_DURATION_HELP = "Time from reading a review to answering it."
+
 
 class _Series:
     """The series of one labelled counter: label values -> count, and when each began."""
@@ -108,16 +111,14 @@ class ReviewMetrics(Collector):
         """The families without samples: what the registry checks for name clashes."""
         for series in (self.requests, self.applied, self.audited, self.policy_errors):
             yield CounterMetricFamily(series.name, series.documentation, labels=series.labels)
-        yield HistogramMetricFamily(f"{PREFIX}_admission_duration_seconds", "", labels=())
+        yield HistogramMetricFamily(_DURATION, _DURATION_HELP, labels=())
 
     def _duration(self) -> HistogramMetricFamily:
         cumulative, buckets = 0, []
         for bound, count in zip((*DURATION_BUCKETS, float("inf")), self.duration_counts):
             cumulative += count
             buckets.append((floatToGoString(bound), cumulative))
-        family = HistogramMetricFamily(
-            f"{PREFIX}_admission_duration_seconds", "Time from reading a review to answering it.", labels=()
-        )
+        family = HistogramMetricFamily(_DURATION, _DURATION_HELP, labels=())
         family.add_metric((), buckets, self.duration_sum)
         family.add_sample(f"{family.name}_created", {}, self.duration_created)  # as prometheus_client's Histogram has
         return family
