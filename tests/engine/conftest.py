@@ -1,8 +1,9 @@
 """Fixtures for the admission, review, matching, patching and dry-run tests.
 
-``fake_engine`` replaces ``admission.apply_policy`` (admission's call into the engine) with a tiny, predictable placement
-(nodeSelector keys, set when absent) so admission's orchestration -- order, audit mode,
-failures, the applied annotation -- is tested apart from the engine's semantics.
+``fake_engine`` replaces ``admission.apply_policy`` (admission's call into the engine) with
+a tiny, predictable placement (nodeSelector keys, set when absent) so admission's
+orchestration -- order, audit mode, failures, the applied annotation -- is tested apart
+from the engine's semantics.
 """
 from __future__ import annotations
 
