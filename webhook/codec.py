@@ -14,10 +14,12 @@ where the standard library is lenient, so the two are combined to behave exactly
   them as ``NaN``/``Infinity``. Such values can only come from a lenient parse, so any
   ``null`` in msgspec's output sends the value through the standard library instead.
   Values msgspec cannot encode at all (keys that are not strings, lone surrogates) go
-  there too.
+  there too. ``bytes`` are written as a base64 string by both, as msgspec does (the
+  AdmissionReview ``patch`` field).
 """
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -27,7 +29,16 @@ __all__ = ["dumps", "dumps_line", "loads"]
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
-_stdlib = json.JSONEncoder(separators=(",", ":"))  # ASCII: lone surrogates become escapes
+
+
+def _base64(value: Any) -> str:
+    """``bytes`` as msgspec writes them: standard base64 with padding."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_stdlib = json.JSONEncoder(separators=(",", ":"), default=_base64)  # ASCII: lone surrogates become escapes
 _line_encoder = msgspec.json.Encoder(enc_hook=str)
 _line_stdlib = json.JSONEncoder(separators=(",", ":"), default=str)
 
@@ -41,7 +52,8 @@ def loads(data: bytes | str) -> Any:
 
 
 def dumps(value: Any) -> bytes:
-    """Compact UTF-8 JSON of ``value``, the same document ``json.dumps`` would give."""
+    """Compact UTF-8 JSON of ``value``, the same document ``json.dumps`` would give
+    (which has no form for ``bytes``: they are written as base64 strings)."""
     try:
         out = _encoder.encode(value)
     except (TypeError, ValueError, msgspec.EncodeError):  # non-string keys, lone surrogates

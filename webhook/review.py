@@ -84,7 +84,8 @@ def parse(body: bytes | str | Mapping[str, Any]) -> Request:
 
 
 def _decode(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
-    if isinstance(body, Mapping):
+    # bytes and str first: the server's case, and ``isinstance(x, Mapping)`` is an ABC check.
+    if not isinstance(body, (bytes, str)):
         return body
     try:
         review = codec.loads(body)
@@ -146,20 +147,34 @@ def _operation(req: Mapping[str, Any], *, obj: Any, old: Any) -> str:
 
 def respond(request: Request, outcome: Outcome) -> dict[str, Any]:
     """The AdmissionReview answer: the request's apiVersion, its uid, always allowed."""
+    return _answer(request, outcome, patching.encode(outcome.patch) if outcome.patch else "")
+
+
+def respond_body(request: Request, outcome: Outcome) -> tuple[bytes, int]:
+    """``codec.dumps(respond(request, outcome))``, and the size of the JSON patch in bytes.
+
+    The server's path: the patch goes into the answer as its JSON bytes, which the encoder
+    writes as base64 itself (``codec.dumps``), instead of being base64-encoded to a string
+    that is then copied into the document (a third of the cost of answering).
+    """
+    patch = codec.dumps(outcome.patch) if outcome.patch else b""
+    return codec.dumps(_answer(request, outcome, patch)), len(patch)
+
+
+def _answer(request: Request, outcome: Outcome, patch: str | bytes) -> dict[str, Any]:
     response: dict[str, Any] = {"uid": request.uid, "allowed": True}
-    if outcome.patch:
+    if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = patching.encode(outcome.patch)
+        response["patch"] = patch
     warnings = clip_all(outcome.warnings)
     if warnings:
         response["warnings"] = warnings
     return {"apiVersion": request.api_version, "kind": "AdmissionReview", "response": response}
 
 
-def log_fields(request: Request, outcome: Outcome, answer: Mapping[str, Any], seconds: float) -> dict[str, Any]:
+def log_fields(request: Request, outcome: Outcome, patch_bytes: int, seconds: float) -> dict[str, Any]:
     """The fields of the review's log line (SPEC 4.3), from the request, what admission did
-    and the answer sent (``patchBytes`` is the decoded size of its base64 patch)."""
-    patch: str = answer["response"].get("patch", "")
+    and the answer sent (``patch_bytes``: the size of its patch, before base64)."""
     group, version = request.group, request.version
     fields: dict[str, Any] = {
         "uid": request.uid,
@@ -174,7 +189,7 @@ def log_fields(request: Request, outcome: Outcome, answer: Mapping[str, Any], se
         "audited": outcome.audited,
         "failed": outcome.failed,
         "patchOperations": len(outcome.patch),
-        "patchBytes": len(patch) * 3 // 4 - patch[-2:].count("="),
+        "patchBytes": patch_bytes,
         "warnings": len(outcome.warnings),
         "durationMs": round(seconds * 1000, 3),
     }

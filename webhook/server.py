@@ -18,7 +18,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from webhook import admission, codec, logs, review
+from webhook import admission, logs, review
 from webhook.certs import CertificateSource
 from webhook.metrics import CONTENT_TYPE, RESULT_INVALID, Metrics
 from webhook.policyset import PolicySet
@@ -193,7 +193,7 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
     except review.BadReview as exc:
         return _reject(state, started, 400, str(exc))
     outcome = _admit(state, req)
-    answer = review.respond(req, outcome)
+    body, patch_bytes = review.respond_body(req, outcome)
     seconds = time.perf_counter() - started
     kind = req.kind if state.config.targets.lookup(req.group, req.kind) else "other"
     state.metrics.observe_review(
@@ -206,8 +206,8 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
         failed=outcome.failed,
     )
     if review_log.isEnabledFor(logging.INFO):
-        logs.info(review_log, "review", review.log_fields(req, outcome, answer, seconds))
-    return web.Response(body=codec.dumps(answer), content_type="application/json")
+        logs.info(review_log, "review", review.log_fields(req, outcome, patch_bytes, seconds))
+    return web.Response(body=body, content_type="application/json")
 
 
 def _admit(state: State, req: review.Request) -> admission.Outcome:

@@ -1,6 +1,7 @@
 """The hot-path JSON codec reads and writes exactly what the standard library does."""
 from __future__ import annotations
 
+import base64
 import json
 import math
 from typing import Any
@@ -96,6 +97,28 @@ def test_dumps_keeps_non_finite_floats_as_json_dumps_does() -> None:
 def test_dumps_falls_back_for_what_msgspec_cannot_encode() -> None:
     assert codec.dumps({1: "a"}) == b'{"1":"a"}'
     assert codec.dumps(["\ud800"]) == b'["\\ud800"]'
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"patch": b'[{"op":"add"}]'},  # msgspec writes it
+        {"patch": b'[{"op":"add"}]', "ratio": math.nan},  # the standard library writes it
+        {"patch": b"\x9e\xe9e"},  # base64 "null": msgspec's output has a "null" in it
+        {"patch": b"ab", 1: "a"},  # msgspec cannot write the key
+        {"patch": bytearray(b"\x00\xff"), "view": memoryview(b"ab")},
+    ],
+)
+def test_dumps_writes_bytes_as_base64_whichever_encoder_runs(value: dict[Any, Any]) -> None:
+    """The AdmissionReview ``patch`` is base64; the server hands the encoder the raw bytes."""
+    expected = {str(k): (base64.b64encode(v).decode() if isinstance(v, (bytes, bytearray, memoryview)) else v)
+                for k, v in value.items()}
+    assert codec.dumps(value) == json.dumps(expected, separators=(",", ":")).encode()
+
+
+def test_dumps_still_refuses_what_json_has_no_form_for() -> None:
+    with pytest.raises(TypeError, match="object is not JSON serializable"):
+        codec.dumps({1: object()})
 
 
 def test_dumps_writes_compact_utf8() -> None:

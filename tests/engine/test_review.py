@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from webhook import review
+from webhook import codec, review
 from webhook.admission import Outcome
 
 V1, V1BETA1 = "admission.k8s.io/v1", "admission.k8s.io/v1beta1"
@@ -145,6 +145,26 @@ def test_answer_carries_base64_json_patch_only_when_non_empty() -> None:
     assert json.loads(base64.b64decode(response["patch"])) == patch
     assert "patch" not in review.respond(req, _outcome([]))["response"]
     assert "patchType" not in review.respond(req, _outcome([]))["response"]
+
+
+_PATCHES = [
+    [],
+    [{"op": "add", "path": "/metadata/annotations", "value": {"a/b": "c"}}],
+    [{"op": "replace", "path": "/spec/x", "value": [1.5, None, "é", {"n": float("nan")}]}],
+]
+
+
+@pytest.mark.parametrize("patch", _PATCHES)
+@pytest.mark.parametrize("warnings", [[], ["spread-web: " + "x" * 300, "a", "a"]])
+def test_the_servers_answer_body_is_the_answer_respond_gives(patch: list[dict[str, Any]], warnings: list[str]) -> None:
+    """The server encodes the answer in one pass (``respond_body``); the dry-run CLI prints
+    ``respond``. Both are the same document, and the size the log line reports is the
+    patch's, before base64."""
+    req, outcome = review.parse(_review(uid="\ud800-lone")), _outcome(patch, warnings)
+    body, patch_bytes = review.respond_body(req, outcome)
+    assert body == codec.dumps(review.respond(req, outcome))
+    response = review.respond(req, outcome)["response"]
+    assert patch_bytes == len(base64.b64decode(response.get("patch", "")))
 
 
 def test_answer_warnings_are_clipped_under_120_characters_and_deduplicated() -> None:
