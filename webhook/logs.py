@@ -101,15 +101,18 @@ def _sole_handler(logger: logging.Logger) -> JsonHandler | None:
 
 # The formatted second of the last line: a busy server logs many lines per second.
 _last_second: tuple[int, str] = (-1, "")
+# ".000Z" to ".999Z": formatting the milliseconds costs more than the rest of the time stamp.
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 
 
 def _rfc3339(created: float) -> str:
     global _last_second
-    second = int(created)
+    millis = int(created * 1000)
+    second = millis // 1000
     last = _last_second
     if last[0] != second:
         last = _last_second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{last[1]}.{int(created * 1000) % 1000:03d}Z"
+    return last[1] + _MILLIS[millis % 1000]
 
 
 def setup(level: str = "info", *, stream: TextIO | None = None) -> None:

@@ -132,3 +132,17 @@ def test_a_failing_stream_does_not_fail_the_caller(stream: io.StringIO, capsys: 
     stream.close()  # writing raises ValueError now, as a closed stderr would
     logs.info(review, "review", FIELDS)  # no exception
     assert "Logging error" in capsys.readouterr().err  # reported the way logging reports it
+
+
+@pytest.mark.parametrize(
+    ("created", "stamp"),
+    [
+        (0.0, "1970-01-01T00:00:00.000Z"),
+        (1_795_000_000.007, "2026-11-18T11:06:40.007Z"),
+        (1_795_000_000.999, "2026-11-18T11:06:40.999Z"),
+        (1_795_000_001.5, "2026-11-18T11:06:41.500Z"),  # the next second, after a cached one
+        (1_795_000_000.25, "2026-11-18T11:06:40.250Z"),  # and back: a line from another thread
+    ],
+)
+def test_time_stamps_are_rfc3339_utc_with_milliseconds(created: float, stamp: str) -> None:
+    assert logs._rfc3339(created) == stamp
