@@ -69,6 +69,13 @@ def test_cpu_per_review_is_the_median_round_ignoring_rounds_proc_could_not_read(
     assert server_bench._cpu_median([{"cpu_us": None}]) is None
 
 
+def test_the_throughput_ratio_pairs_each_round_with_the_baseline_measured_beside_it() -> None:
+    webhook = [{"rps": 300.0, "cpu_us": 400.0}, {"rps": 240.0, "cpu_us": None}, {"rps": 80.0, "cpu_us": 0.0}]
+    bare = [{"rps": 400.0, "cpu_us": 300.0}, {"rps": 300.0, "cpu_us": 250.0}, {"rps": 100.0, "cpu_us": 90.0}]
+    assert server_bench._paired(webhook, bare, "rps") == pytest.approx([0.75, 0.8, 0.8])
+    assert server_bench._paired(bare, webhook, "cpu_us") == pytest.approx([0.75])  # unreadable rounds left out
+
+
 @linux_only
 def test_the_bench_runs_end_to_end_and_reports_every_figure(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -82,3 +89,4 @@ def test_the_bench_runs_end_to_end_and_reports_every_figure(tmp_path: Path) -> N
     assert " us " in out and "load generator late p99" in out
     assert "CPU time stolen by the hypervisor during the run: machine" in out
     assert "10 policies:" in out and "server CPU per review, closed loop: webhook" in out
+    assert "each round's pair: throughput " in out and "median of the rounds' pairs" in out
