@@ -84,8 +84,9 @@ def parse(body: bytes | str | Mapping[str, Any]) -> Request:
 
 
 def _decode(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
-    # bytes and str first: the server's case, and ``isinstance(x, Mapping)`` is an ABC check.
-    if not isinstance(body, (bytes, str)):
+    # The server's bytes skip the Mapping test, an ABC check; any other body (a bytearray
+    # too) is tested as before.
+    if not isinstance(body, (bytes, str)) and isinstance(body, Mapping):
         return body
     try:
         review = codec.loads(body)

@@ -42,6 +42,12 @@ def test_bytes_text_and_decoded_json_are_all_accepted(body: Any) -> None:
     assert review.parse(body).kind == "Deployment"
 
 
+def test_a_body_of_any_other_type_is_a_type_error_not_taken_for_a_review() -> None:
+    """The compiled build refuses it at the call; the pure one when decoding it."""
+    with pytest.raises(TypeError):
+        review.parse([_review()])  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -162,9 +168,9 @@ def test_the_servers_answer_body_is_the_answer_respond_gives(patch: list[dict[st
     patch's, before base64."""
     req, outcome = review.parse(_review(uid="\ud800-lone")), _outcome(patch, warnings)
     body, patch_bytes = review.respond_body(req, outcome)
-    assert body == codec.dumps(review.respond(req, outcome))
-    response = review.respond(req, outcome)["response"]
-    assert patch_bytes == len(base64.b64decode(response.get("patch", "")))
+    answer = review.respond(req, outcome)
+    assert body == codec.dumps(answer)
+    assert patch_bytes == len(base64.b64decode(answer["response"].get("patch", "")))
 
 
 def test_answer_warnings_are_clipped_under_120_characters_and_deduplicated() -> None:
