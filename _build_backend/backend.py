@@ -32,8 +32,33 @@ def _as_pure_build() -> Iterator[None]:
             os.environ[_SWITCH] = saved
 
 
+# The profile-guided build's training run (setup.py) imports the review path, which loads
+# policies (pydantic, PyYAML) and parses reviews (msgspec): those runtime requirements, as
+# setup.cfg pins them, are build requirements of that build.
+_TRAINING_NEEDS = ("msgspec", "pydantic", "PyYAML")
+
+
+def _profile_guided() -> bool:
+    return _compiled() and os.environ.get("PLACEMENT_WEBHOOK_PGO", "1").lower() in ("1", "true", "yes")
+
+
+def _training_requirements() -> list[str]:
+    import configparser
+    from pathlib import Path
+
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(__file__).resolve().parent.parent / "setup.cfg")
+    lines = [line.strip() for line in cfg["options"]["install_requires"].splitlines() if line.strip()]
+    found = [line for line in lines if line.split(">")[0].split("=")[0].split("<")[0].strip() in _TRAINING_NEEDS]
+    if len(found) != len(_TRAINING_NEEDS):
+        raise RuntimeError(f"setup.cfg's install_requires must name {', '.join(_TRAINING_NEEDS)}")
+    return found
+
+
 def _requires(setuptools_hook: Callable[..., list[str]], config_settings: object) -> list[str]:
     extra = ["mypy>=1.8"] if _compiled() else []
+    if _profile_guided():
+        extra += _training_requirements()
     with _as_pure_build():
         return setuptools_hook(config_settings) + extra
 

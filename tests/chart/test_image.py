@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,6 +251,17 @@ def test_the_wheel_holds_the_review_path_compiled(fresh_venv: Path, tmp_path: Pa
     done = _run([str(fresh_venv / "bin" / "python"), "-c", code], cwd=tmp_path, env=_isolated_env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+@pytest.mark.slow
+def test_the_wheel_is_built_with_the_profile_of_the_training_run(wheel: Path, tmp_path: Path) -> None:
+    # With a profile, GCC moves the unlikely side of mypyc's error checks into ``.cold``
+    # parts of their functions: hundreds of them. Without one it splits off a handful (17
+    # with GCC 12), where a branch is marked unlikely in the source itself.
+    with zipfile.ZipFile(wheel) as archive:
+        (library,) = [n for n in archive.namelist() if n.endswith(".so") and "__mypyc" in n]
+        symbols = archive.read(library)
+    assert symbols.count(b".cold\x00") >= 200
 
 
 @pytest.mark.slow
