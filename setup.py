@@ -19,7 +19,7 @@ built instrumented, trained by ``_build_backend/pgo_training.py`` on the server'
 and built again with that profile. mypyc's C is mostly error checks around every operation;
 the profile tells the compiler which side of each is taken, so the code a review runs is laid
 out densely and the error paths move out of its way. In the server, where a review runs with
-the CPU's caches cold from TLS and HTTP work, that is ~5% less CPU per review (bench/).
+the CPU's caches cold from TLS and HTTP work, that was 2-5% less CPU per review (bench/).
 ``PLACEMENT_WEBHOOK_PGO=0`` builds without a profile.
 """
 from __future__ import annotations

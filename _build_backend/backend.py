@@ -16,8 +16,13 @@ from setuptools.build_meta import *  # noqa: F403  (every hook not overridden be
 _SWITCH = "PLACEMENT_WEBHOOK_COMPILE"
 
 
+def _on(name: str, default: str = "") -> bool:
+    """A yes/no environment switch, read as setup.py reads it."""
+    return os.environ.get(name, default).lower() in ("1", "true", "yes")
+
+
 def _compiled() -> bool:
-    return os.environ.get(_SWITCH, "").lower() in ("1", "true", "yes")
+    return _on(_SWITCH)
 
 
 @contextmanager
@@ -39,17 +44,18 @@ _TRAINING_NEEDS = ("msgspec", "pydantic", "PyYAML")
 
 
 def _profile_guided() -> bool:
-    return _compiled() and os.environ.get("PLACEMENT_WEBHOOK_PGO", "1").lower() in ("1", "true", "yes")
+    return _compiled() and _on("PLACEMENT_WEBHOOK_PGO", "1")
 
 
 def _training_requirements() -> list[str]:
     import configparser
+    import re
     from pathlib import Path
 
     cfg = configparser.ConfigParser()
     cfg.read(Path(__file__).resolve().parent.parent / "setup.cfg")
     lines = [line.strip() for line in cfg["options"]["install_requires"].splitlines() if line.strip()]
-    found = [line for line in lines if line.split(">")[0].split("=")[0].split("<")[0].strip() in _TRAINING_NEEDS]
+    found = [line for line in lines if re.split(r"[\s<>=!~;\[]", line, maxsplit=1)[0] in _TRAINING_NEEDS]
     if len(found) != len(_TRAINING_NEEDS):
         raise RuntimeError(f"setup.cfg's install_requires must name {', '.join(_TRAINING_NEEDS)}")
     return found

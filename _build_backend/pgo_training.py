@@ -11,6 +11,7 @@ is generated here: the image's builder stage sees only the package and this fold
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import sys
 from typing import Any
@@ -135,23 +136,17 @@ def main() -> int:
         print("pgo_training: the compiled build is not importable from here", file=sys.stderr)
         return 1
     sets = [policy_set(10), policy_set(200)]
-    bodies = [
-        review_body(obj, operation=op, api_version=version, uid=n)
-        for n, (obj, op, version) in enumerate(
-            (obj, op, version)
-            for i in range(8)
-            for obj in objects(i)
-            for op in ("CREATE", "UPDATE")
-            for version in ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
-        )
-    ]
+    cases = itertools.product(
+        [obj for i in range(8) for obj in objects(i)], ("CREATE", "UPDATE"), review.API_VERSIONS
+    )
+    bodies = [review_body(obj, operation=op, api_version=version, uid=n) for n, (obj, op, version) in enumerate(cases)]
     patched = 0
     for _ in range(ROUNDS):
         for policies in sets:
             for body in bodies:
                 request = review.parse(body)
                 outcome = admission.admit(request, policies=policies)
-                answer, patch_bytes = review.respond_body(request, outcome)
+                _answer, patch_bytes = review.respond_body(request, outcome)
                 review.log_fields(request, outcome, patch_bytes, 0.001)
                 patched += outcome.result == "patched"
     if not patched:  # a workload that patches nothing would train the wrong branches

@@ -254,7 +254,7 @@ def test_the_wheel_holds_the_review_path_compiled(fresh_venv: Path, tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_the_wheel_is_built_with_the_profile_of_the_training_run(wheel: Path, tmp_path: Path) -> None:
+def test_the_wheel_is_built_with_the_profile_of_the_training_run(wheel: Path) -> None:
     # With a profile, GCC moves the unlikely side of mypyc's error checks into ``.cold``
     # parts of their functions: hundreds of them. Without one it splits off a handful (17
     # with GCC 12), where a branch is marked unlikely in the source itself.
