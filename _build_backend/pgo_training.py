@@ -17,7 +17,10 @@ import sys
 from typing import Any
 
 import webhook
-from webhook import admission, loader, review, yamlsrc
+from webhook.engine import admission
+from webhook.policy import loader
+from webhook.engine import review
+from webhook.files import documents as yamlsrc
 
 ROUNDS = 10
 

@@ -25,8 +25,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from webhook import admission, loader, review, yamlsrc
-from webhook.policyset import PolicySet
+from webhook.engine import admission
+
+from webhook.policy import loader
+
+from webhook.engine import review
+
+from webhook.files import documents as yamlsrc
+from webhook.policy.policyset import PolicySet
 
 TARGETS = {50: 5000.0, 1000: 2000.0}
 KINDS = ["Deployment", "StatefulSet", "kubevirt.io/v1/VirtualMachine", "DaemonSet", "Job"]

@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from engine_bench import policy_yaml, typical_deployment
 
-from webhook import certs
+from webhook.server import certs
 
 
 def review_body(i: int = 7, *, size: int = 8 * 1024) -> bytes:

@@ -16,7 +16,7 @@ def compiled_build() -> bool:
     """Whether the review path runs compiled by mypyc (``setup.py``) or from its sources."""
     import importlib.machinery
 
-    from webhook import engine
+    from webhook.engine import placement as engine
 
     return (engine.__file__ or "").endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 

@@ -17,12 +17,12 @@ from webhook import __version__
 
 # command -> (module, function suffix, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "serve": ("webhook.serve", "serve", "run the admission server"),
-    "mutate": ("webhook.dryrun", "mutate", "dry-run: show what admission does to manifests"),
-    "lint": ("webhook.lint", "lint", "validate policy files"),
-    "schema": ("webhook.lint", "schema", "print the JSON Schema of PlacementPolicy"),
-    "test": ("webhook.suites", "test", "run policy test suites (*.suite.yaml)"),
-    "certs": ("webhook.certs", "certs", "make a CA and a serving certificate"),
+    "serve": ("webhook.commands.serve", "serve", "run the admission server"),
+    "mutate": ("webhook.commands.mutate", "mutate", "dry-run: show what admission does to manifests"),
+    "lint": ("webhook.commands.lint", "lint", "validate policy files"),
+    "schema": ("webhook.commands.lint", "schema", "print the JSON Schema of PlacementPolicy"),
+    "test": ("webhook.suites.run", "test", "run policy test suites (*.suite.yaml)"),
+    "certs": ("webhook.server.certs", "certs", "make a CA and a serving certificate"),
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

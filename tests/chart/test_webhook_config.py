@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook import targets
-from webhook.targets import BUILTIN
+from webhook.kube import kinds as targets
+from webhook.kube.kinds import BUILTIN
 
 # The resource (lowercase plural) the API server uses for each built-in kind.
 PLURALS = {

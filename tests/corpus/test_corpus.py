@@ -17,7 +17,15 @@ import jsonpatch
 import kubernetes_validate
 import pytest
 
-from webhook import admission, cli, loader, review, yamlsrc
+from webhook import cli
+
+from webhook.engine import admission
+
+from webhook.policy import loader
+
+from webhook.engine import review
+
+from webhook.files import documents as yamlsrc
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

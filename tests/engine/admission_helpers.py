@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook import engine
-from webhook.policyset import Policy, PolicySet
-from webhook.targets import BUILTIN, Target
+from webhook.engine import placement as engine
+from webhook.policy.policyset import Policy, PolicySet
+from webhook.kube.kinds import BUILTIN, Target
 
 
 def fake_apply(obj: dict, *, policy: Policy, target: Target, cluster: Any) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from webhook import admission
+from webhook.engine import admission
 
 # The builders live in a plain module next to the tests (unique name: pytest runs with
 # --import-mode=importlib, so test folders are not packages).

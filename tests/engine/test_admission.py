@@ -13,9 +13,15 @@ import jsonpatch
 import pytest
 from admission_helpers import deployment, policy, policy_set
 
-from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP, admission, review, working
-from webhook.policyset import PolicySet
-from webhook.targets import BUILTIN
+from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP
+
+from webhook.engine import admission
+
+from webhook.engine import review
+
+from webhook.engine import working
+from webhook.policy.policyset import PolicySet
+from webhook.kube.kinds import BUILTIN
 
 pytestmark = pytest.mark.usefixtures("fake_engine")
 
@@ -215,7 +221,7 @@ def test_outcome_result_is_one_of_the_documented_values() -> None:
 
 
 def test_policies_that_never_settle_fail_open_with_an_error_naming_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    from webhook import engine
+    from webhook.engine import placement as engine
 
     def toggle(obj: dict, *, policy: Any, target: Any, cluster: Any) -> engine.Applied:
         # Each pass flips the value: a set with no fixed point.
@@ -261,7 +267,7 @@ def test_a_second_pass_runs_only_when_a_policy_reads_what_others_write(
 ) -> None:
     from admission_helpers import fake_apply
 
-    from webhook import engine
+    from webhook.engine import placement as engine
 
     calls: list[str] = []
 

@@ -9,8 +9,18 @@ from typing import Any
 import jsonpatch
 import yaml
 
-from webhook import ANNOTATION_APPLIED, admission, loader, patching, review, yamlsrc
-from webhook.policyset import PolicySet
+from webhook import ANNOTATION_APPLIED
+
+from webhook.engine import admission
+
+from webhook.policy import loader
+
+from webhook.engine import patching
+
+from webhook.engine import review
+
+from webhook.files import documents as yamlsrc
+from webhook.policy.policyset import PolicySet
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,7 +165,7 @@ spec:
 
 
 def _nodes(count: int) -> Any:
-    from webhook.cluster import StaticClusterView
+    from webhook.cluster.view import StaticClusterView
 
     return StaticClusterView(
         nodes=[

@@ -23,9 +23,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from webhook import admission, loader, review, yamlsrc
-from webhook.cluster import StaticClusterView
-from webhook.policyset import PolicySet
+from webhook.engine import admission
+
+from webhook.policy import loader
+
+from webhook.engine import review
+
+from webhook.files import documents as yamlsrc
+from webhook.cluster.view import StaticClusterView
+from webhook.policy.policyset import PolicySet
 
 KEYS = ["zone", "disk", "example.com/pool", "maintenance", "gpu-count"]
 VALUES = ["a", "b", "true", "ssd"]

@@ -281,7 +281,7 @@ def test_cluster_state_feeds_namespace_selectors(tmp_path: Path, capsys: pytest.
 def test_an_engine_failure_on_one_object_exits_1_and_still_prints_it(
     tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from webhook import admission
+    from webhook.engine import admission
 
     def crash(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("kaput")

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 from admission_helpers import deployment, policy
 
-from webhook import matching
-from webhook.cluster import StaticClusterView
-from webhook.targets import BUILTIN
+from webhook.engine import matching
+from webhook.cluster.view import StaticClusterView
+from webhook.kube.kinds import BUILTIN
 
 DEPLOYMENT = BUILTIN.lookup("apps", "Deployment")
 VM = BUILTIN.lookup("kubevirt.io", "VirtualMachine")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook import patching
+from webhook.engine import patching
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 import webhook
-from webhook import admission, review
+from webhook.engine import admission
+from webhook.engine import review
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "_build_backend"))
 

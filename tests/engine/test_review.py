@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from webhook import codec, review
-from webhook.admission import Outcome
+from webhook.engine import codec
+
+from webhook.engine import review
+from webhook.engine.admission import Outcome
 
 V1, V1BETA1 = "admission.k8s.io/v1", "admission.k8s.io/v1beta1"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from webhook.cluster import ClusterView, term_matches
-from webhook.engine import Applied, apply_policy
-from webhook.policyset import Policy
-from webhook.targets import BUILTIN, Target, get_path
+from webhook.cluster.view import ClusterView, term_matches
+from webhook.engine.placement import Applied, apply_policy
+from webhook.policy.policyset import Policy
+from webhook.kube.kinds import BUILTIN, Target, get_path
 
 
 def make_policy(name: str = "p", *, on_conflict: str = "merge", **spec: Any) -> Policy:

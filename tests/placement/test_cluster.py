@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from placement_kit import node
 
-from webhook.cluster import (
+from webhook.cluster.view import (
     ClusterView,
     StaticClusterView,
     node_eligible,

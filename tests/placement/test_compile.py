@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from placement_kit import make_policy, node, preferred_score
 
-from webhook import compile as compiler
-from webhook.cluster import terms_match
+from webhook.engine import fragments as compiler
+from webhook.cluster.view import terms_match
 
 
 def expr(key: str, op: str, *values: str) -> dict[str, Any]:

@@ -8,9 +8,9 @@ import pytest
 from placement_kit import apply, deployment, make_policy, pod_spec_of
 
 from webhook import LABEL_GROUP
-from webhook.cluster import StaticClusterView
-from webhook.engine import PlacementError, group_value
-from webhook.targets import get_path
+from webhook.cluster.view import StaticClusterView
+from webhook.engine.placement import PlacementError, group_value
+from webhook.kube.kinds import get_path
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PREF = "preferredDuringSchedulingIgnoredDuringExecution"

@@ -14,9 +14,9 @@ from placement_kit import (
     required_terms,
 )
 
-from webhook import merge
-from webhook.cluster import terms_match
-from webhook.engine import PlacementError
+from webhook.engine import merge
+from webhook.cluster.view import terms_match
+from webhook.engine.placement import PlacementError
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PREF = "preferredDuringSchedulingIgnoredDuringExecution"

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from placement_kit import apply, deployment, make_policy, pod_spec_of, required_terms
 
-from webhook.cluster import StaticClusterView
-from webhook.compile import term_contains
-from webhook.engine import PlacementError
-from webhook.policyset import Policy
+from webhook.cluster.view import StaticClusterView
+from webhook.engine.fragments import term_contains
+from webhook.engine.placement import PlacementError
+from webhook.policy.policyset import Policy
 
 KEYS = st.sampled_from(["zone", "disk", "gpu", "arch", "load"])
 WORDS = st.sampled_from(["a", "b", "c"])

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from placement_kit import apply, deployment, make_policy, node, pod_spec_of
 
-from webhook.cluster import StaticClusterView
+from webhook.cluster.view import StaticClusterView
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 HOST = "kubernetes.io/hostname"

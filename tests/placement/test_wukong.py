@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from placement_kit import apply, make_policy
 
-from webhook.cluster import StaticClusterView
-from webhook.engine import PlacementError
+from webhook.cluster.view import StaticClusterView
+from webhook.engine.placement import PlacementError
 
 ZONE = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
 MAINT = {"matchExpressions": [{"key": "maintenance", "operator": "In", "values": ["true"]}]}

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from webhook import loader, yamlsrc
-from webhook.targets import BUILTIN
+from webhook.policy import loader
+
+from webhook.files import documents as yamlsrc
+from webhook.kube.kinds import BUILTIN
 
 Write = Callable[[str, str], Path]
 PolicyFile = Callable[..., Path]
@@ -264,7 +266,8 @@ spec:
     maxSurge: 1
     minReadySeconds: 5
 """
-    from webhook import loader, yamlsrc
+    from webhook.policy import loader
+    from webhook.files import documents as yamlsrc
 
     (policy,) = loader.load_documents(yamlsrc.load_text(text, file="spec.yaml")).policies
     assert policy.spec["rollout"] == {"mode": "safe", "maxUnavailable": 0, "maxSurge": 1, "minReadySeconds": 5}

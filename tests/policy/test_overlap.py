@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from webhook import overlap
+from webhook.policy import overlap
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,14 @@ from typing import Any
 import jsonschema
 import pytest
 
-from webhook import cli, loader, policy, yamlsrc
-from webhook.policyset import PolicySet
+from webhook import cli
+
+from webhook.policy import loader
+
+from webhook.policy import model as policy
+
+from webhook.files import documents as yamlsrc
+from webhook.policy.policyset import PolicySet
 
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
 

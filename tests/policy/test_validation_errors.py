@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook import loader
+from webhook.policy import loader
 
 NODE_TERM = """\
 placement:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook import yamlsrc
+from webhook.files import documents as yamlsrc
 
 
 def test_every_path_knows_its_line_and_map_entries_use_the_key_line() -> None:

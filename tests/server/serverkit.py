@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webhook import certs
+from webhook.server import certs
 
 SSD_POLICY = """\
 apiVersion: placement.novasphere.dev/v1alpha1

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from serverkit import Pki, make_pki
 
-from webhook import certs
+from webhook.server import certs
 
 
 def _source(pki: Pki, *, client_ca: Path | None = None) -> certs.CertificateSource:

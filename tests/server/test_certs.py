@@ -11,7 +11,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from webhook import certs, cli
+from webhook import cli
+
+from webhook.server import certs
 
 
 def _sans(pair: certs.KeyPair) -> x509.SubjectAlternativeName:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from webhook import logs
+from webhook.server import logs
 
 FIELDS: dict[str, Any] = {"uid": "u-1", "kind": "apps/v1/Deployment", "applied": ["ssd"], "durationMs": 0.25}
 

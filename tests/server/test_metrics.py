@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 
-from webhook.metrics import DURATION_BUCKETS, PREFIX, Metrics
+from webhook.server.metrics import DURATION_BUCKETS, PREFIX, Metrics
 
 Review = tuple[str, str, str, float, list[str], list[str], list[str]]
 

@@ -21,7 +21,11 @@ from serverkit import (
     with_node_affinity_terms,
 )
 
-from webhook import admission, logs, server
+from webhook.engine import admission
+
+from webhook.server import logs
+
+from webhook.server import app as server
 
 Client = TestClient[web.Request, web.Application]
 MiB = 1024 * 1024

@@ -164,8 +164,8 @@ async def test_sigterm_turns_readiness_off_closes_idle_connections_and_finishes_
         assert await asyncio.to_thread(proc.wait, 15) == 0
         _, err = proc.communicate()
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    assert [line["msg"] for line in lines if line["logger"] == "webhook.review"].count("review") == 6
-    assert [line["msg"] for line in lines if line["logger"] == "webhook.server"][-2:] == ["shutting down", "stopped"]
+    assert [line["msg"] for line in lines if line["logger"] == "webhook.engine.placement.review"].count("review") == 6
+    assert [line["msg"] for line in lines if line["logger"] == "webhook.server.app"][-2:] == ["shutting down", "stopped"]
 
 
 async def test_a_review_that_never_finishes_is_cut_off_after_the_grace_period(

@@ -23,7 +23,13 @@ from serverkit import (
     sample,
 )
 
-from webhook import admission, reload, review, server
+from webhook.engine import admission
+
+from webhook.server import reload
+
+from webhook.engine import review
+
+from webhook.server import app as server
 
 Client = TestClient[web.Request, web.Application]
 RELOADS = "placement_webhook_policy_reloads_total"

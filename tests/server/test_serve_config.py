@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from webhook import cli, serve
+from webhook import cli
+
+from webhook.commands import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 

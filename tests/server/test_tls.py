@@ -15,7 +15,9 @@ from aiohttp.test_utils import TestServer
 from cryptography import x509
 from serverkit import Pki, admission_review, decode_patch, deployment, make_pki, sample
 
-from webhook import certs, server
+from webhook.server import certs
+
+from webhook.server import app as server
 
 ServerFactory = Callable[..., Awaitable[TestServer]]
 

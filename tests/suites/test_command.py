@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook import suite_report, suites
+from webhook.suites import report as suite_report
+
+from webhook.suites import run as suites
 
 from .helpers import WEB, case, web_with_ssd, write_suite
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from webhook import suites
+from webhook.suites import run as suites
 
 from .helpers import (
     APPLIED,

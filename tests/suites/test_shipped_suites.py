@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from webhook import loader, suite_report, suites
-from webhook.targets import BUILTIN, Target, get_path
+from webhook.policy import loader
+
+from webhook.suites import report as suite_report
+
+from webhook.suites import run as suites
+from webhook.kube.kinds import BUILTIN, Target, get_path
 
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
 SUITE_FILES = sorted(POLICIES.glob("*.suite.yaml"))

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from webhook.suite_checks import check, mismatch, project, resolve, same, yaml_diff
-from webhook.suite_model import Expect
+from webhook.suites.checks import check, mismatch, project, resolve, same, yaml_diff
+from webhook.suites.model import Expect
 
 RESULT = {
     "apiVersion": "apps/v1",

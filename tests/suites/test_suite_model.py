@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from webhook import API_VERSION, TEST_KIND
-from webhook.suite_model import Suite, format_path, validation_problems
+from webhook.suites.model import Suite, format_path, validation_problems
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from webhook.suite_update import Edits, UpdateError, rewrite, write_object
+from webhook.suites.update import Edits, UpdateError, rewrite, write_object
 
 NEW = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}}}
 PATH = ("cases", 0, "expect", "object")

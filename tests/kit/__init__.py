@@ -1,0 +1,1 @@
+"""Builders and fakes the tests share: import them as ``tests.kit.<module>``."""

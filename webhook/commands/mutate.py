@@ -1,0 +1,298 @@
+"""``placement-webhook mutate``: show what admission would do to manifests, offline.
+
+Reads YAML (multi-document) and JSON from files, folders and stdin, unpacks ``List``
+objects, takes AdmissionReviews as the API server would send them, runs every object
+through ``admission.admit`` -- the very function the server calls -- and prints the
+mutated objects, the patches, a diff or the AdmissionReview answers.
+
+Exit codes: 0 done; 1 some input could not be read or admission failed on an object
+(the rest is still processed and printed); 2 usage errors, including a broken policy set
+(the command cannot say anything meaningful without its policies).
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import yaml
+
+from webhook.engine import review
+
+if TYPE_CHECKING:
+    from webhook.engine.admission import Outcome
+    from webhook.cluster.view import ClusterView
+    from webhook.policy.policyset import PolicySet
+
+OUTPUTS = ("yaml", "json", "patch", "diff", "review")
+INPUT_SUFFIXES = (".yaml", ".yml", ".json")
+EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block-style YAML without anchors: the engine may reuse one dict in two places
+    (a selector copied into an affinity term), which must print as two plain copies."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def to_yaml(obj: Any) -> str:
+    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
+
+
+def configure_mutate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-f", "--filename", dest="files", metavar="PATH", action="extend", nargs="+", required=True,
+        help="manifest file, folder (recursive: *.yaml *.yml *.json) or - for stdin; repeatable",
+    )
+    parser.add_argument(
+        "-o", "--output", choices=OUTPUTS, default="yaml",
+        help="yaml (default): mutated objects; json: one object or a v1 List; patch: JSON patches "
+        "(labelled by kind/namespace/name when several); diff: unified diff; review: AdmissionReview answers",
+    )
+    parser.add_argument(
+        "--policies", metavar="PATH", action="extend", nargs="+",
+        help="policy folder or file (default: ./policies); repeatable",
+    )
+    parser.add_argument("--namespace", "-n", help="namespace of objects that do not name one (default: default)")
+    parser.add_argument(
+        "--operation", choices=review.OPERATIONS, default="CREATE",
+        help="admission operation for plain manifests (default CREATE); AdmissionReviews keep their own",
+    )
+    parser.add_argument("--kinds-config", metavar="FILE", help="server configuration file declaring extra kinds")
+    parser.add_argument(
+        "--cluster-state", metavar="FILE", action="extend", nargs="+",
+        help="Nodes, Namespaces and PriorityClasses (e.g. kubectl get -o yaml) used as the cluster view",
+    )
+
+
+@dataclass
+class Item:
+    """One object from the input, where it came from, and what admission did to it."""
+
+    where: str  # "file:doc N"
+    request: review.Request
+    outcome: Outcome
+
+    @property
+    def label(self) -> str:
+        return describe(self.request.object or {}, self.request)
+
+
+def describe(obj: dict[str, Any], request: review.Request | None = None) -> str:
+    """``Kind/namespace/name`` (``Kind/name`` without a namespace) for messages."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    kind = obj.get("kind") or (request.kind if request else "") or "(no kind)"
+    name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else None)
+    name = name or (request.name if request else None) or "(unnamed)"
+    namespace = (request.namespace if request else None) or meta.get("namespace")
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+
+
+def run_mutate(args: argparse.Namespace) -> int:
+    from webhook.engine import admission
+
+    setup = _setup(args)
+    if isinstance(setup, int):
+        return setup
+    policies, cluster = setup
+    errors = InputErrors()
+    items: list[Item] = []
+    for where, request in _requests(args, on_error=errors.report):
+        item = Item(where, request, admission.admit(request, policies=policies, cluster=cluster))
+        if _report(item):
+            errors.count += 1
+        items.append(item)
+    _print(items, args.output, sys.stdout)
+    return EXIT_INPUT if errors.count else EXIT_OK
+
+
+def _setup(args: argparse.Namespace) -> tuple[PolicySet, ClusterView | None] | int:
+    """The policy set and the optional cluster view, or an exit code after a usage error."""
+    from webhook.policy import loader
+    from webhook.kube import kinds as targets
+    try:
+        kinds = targets.load_kinds_config(args.kinds_config) if args.kinds_config else targets.BUILTIN
+    except targets.KindConfigError as exc:
+        return _usage(str(exc))
+    paths = args.policies or ["policies"]
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        return _usage(f"policy path {missing[0]} does not exist (use --policies PATH)")
+    try:
+        policies = loader.load(paths, targets=kinds)
+    except loader.PolicyLoadError as exc:
+        for error in exc.errors:
+            print(str(error), file=sys.stderr)
+        return _usage(f"the policy set in {', '.join(map(str, paths))} has {len(exc.errors)} error(s)")
+    if not args.cluster_state:
+        return policies, None
+    cluster = _cluster_view(args.cluster_state)
+    return (policies, cluster) if not isinstance(cluster, int) else cluster
+
+
+def _cluster_view(paths: list[str]) -> ClusterView | int:
+    from webhook.cluster import view as cluster
+    from webhook.files import documents as yamlsrc
+
+    objects: list[Any] = []
+    for path in paths:
+        try:
+            objects.extend(doc.data for doc in yamlsrc.load_file(path))
+        except yamlsrc.YamlError as exc:
+            return _usage(str(exc))
+    return cluster.StaticClusterView.from_objects(o for o in objects if isinstance(o, dict))
+
+
+def _usage(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+class InputErrors:
+    """Input problems are printed and counted, not raised: one bad file must not hide the rest."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def report(self, message: str) -> None:
+        self.count += 1
+        print(message, file=sys.stderr)
+
+
+def _report(item: Item) -> bool:
+    """Print what happened to one object on stderr; True when it counts as a failure."""
+    outcome = item.outcome
+    for warning in outcome.warnings:
+        print(f"warning: {item.label}: {warning}", file=sys.stderr)
+    if outcome.result == "error":
+        print(f"error: {item.label}: {outcome.error}", file=sys.stderr)
+        return True
+    if outcome.result == "ignored":
+        print(f"{item.where}: {_ignored(item)}", file=sys.stderr)
+    return False
+
+
+def _ignored(item: Item) -> str:
+    req = item.request
+    obj = req.object or {}
+    if "not a workload kind" in item.outcome.reason:
+        name = (obj.get("metadata") or {}).get("name") or req.name or "(unnamed)"
+        return f"{obj.get('kind') or req.kind or '(no kind)'}/{name} is not a workload kind placement-webhook handles"
+    return f"{item.label}: left unchanged: {item.outcome.reason}"
+
+
+def _requests(args: argparse.Namespace, *, on_error: Callable[[str], None]) -> Iterator[tuple[str, review.Request]]:
+    """Every object of every input, as an admission request, with its ``file:doc N``."""
+    for source, docs in _documents(args.files, on_error=on_error):
+        for index, doc in enumerate(docs, start=1):
+            where = f"{source}:doc {index}"
+            try:
+                yield from _doc_requests(doc.data, where, args)
+            except (review.BadReview, ValueError) as exc:
+                on_error(f"{source}:{doc.line}: doc {index}: {exc}")
+
+
+def _doc_requests(data: Any, where: str, args: argparse.Namespace) -> Iterator[tuple[str, review.Request]]:
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a Kubernetes object (a mapping), got {type(data).__name__}")
+    if data.get("kind") == "AdmissionReview":
+        yield where, review.parse(data)
+        return
+    if data.get("kind", "").endswith("List") and isinstance(data.get("items"), list):
+        for i, item in enumerate(data["items"]):
+            yield from _doc_requests(item, f"{where} item {i}", args)
+        return
+    yield where, review.request_for_object(data, operation=args.operation, namespace=args.namespace)
+
+
+def _documents(paths: Iterable[str], *, on_error: Callable[[str], None]) -> Iterator[tuple[str, list[Any]]]:
+    from webhook.files import documents as yamlsrc
+
+    files = _expand(paths, on_error=on_error)
+    show_progress = sys.stderr.isatty() and len(files) > 20
+    for n, path in enumerate(files, start=1):
+        if show_progress:
+            print(f"\rmutating {n}/{len(files)} files", end="", file=sys.stderr, flush=True)
+        try:
+            if path == "-":
+                yield "<stdin>", yamlsrc.load_text(sys.stdin.read(), file="<stdin>")
+            else:
+                yield path, yamlsrc.load_file(path)
+        except yamlsrc.YamlError as exc:
+            on_error(str(exc))
+    if show_progress:
+        print(file=sys.stderr)
+
+
+def _expand(paths: Iterable[str], *, on_error: Callable[[str], None]) -> list[str]:
+    """Files in argument order; folders expand to their manifests, sorted, recursively,
+    skipping hidden entries (``.git``, ConfigMap ``..data`` links)."""
+    files: list[str] = []
+    for raw in paths:
+        path = Path(raw)
+        if raw == "-":
+            files.append(raw)
+        elif path.is_dir():
+            files.extend(
+                str(p)
+                for p in sorted(path.rglob("*"))
+                if p.is_file()
+                and p.suffix.lower() in INPUT_SUFFIXES
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+        elif path.is_file():
+            files.append(raw)
+        else:
+            on_error(f"{raw}: no such file or directory")
+    return files
+
+
+def _print(items: list[Item], output: str, out: TextIO) -> None:
+    printers: dict[str, Callable[[list[Item], TextIO], None]] = {
+        "yaml": _print_yaml,
+        "json": _print_json,
+        "patch": _print_patch,
+        "diff": _print_diff,
+        "review": _print_review,
+    }
+    printers[output](items, out)
+
+
+def _results(items: list[Item]) -> list[dict[str, Any]]:
+    return [i.outcome.object for i in items if i.outcome.object is not None]
+
+
+def _print_yaml(items: list[Item], out: TextIO) -> None:
+    out.write("---\n".join(to_yaml(obj) for obj in _results(items)))
+
+
+def _print_json(items: list[Item], out: TextIO) -> None:
+    objects = _results(items)
+    data: Any = objects[0] if len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": objects}
+    out.write(json.dumps(data, indent=2) + "\n")
+
+
+def _print_patch(items: list[Item], out: TextIO) -> None:
+    if len(items) == 1:
+        out.write(json.dumps(items[0].outcome.patch, indent=2) + "\n")
+        return
+    out.writelines(f"# {item.label}\n{json.dumps(item.outcome.patch, indent=2)}\n" for item in items)
+
+
+def _print_diff(items: list[Item], out: TextIO) -> None:
+    for item in items:
+        before = to_yaml(item.request.object).splitlines(keepends=True) if item.request.object else []
+        after = to_yaml(item.outcome.object).splitlines(keepends=True) if item.outcome.object else []
+        out.writelines(difflib.unified_diff(before, after, f"a/{item.label}", f"b/{item.label}"))
+
+
+def _print_review(items: list[Item], out: TextIO) -> None:
+    out.writelines(json.dumps(review.respond(item.request, item.outcome), indent=2) + "\n" for item in items)

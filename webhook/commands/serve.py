@@ -1,0 +1,231 @@
+"""The ``serve`` command: configuration from flags and ``PLACEMENT_WEBHOOK_*`` variables.
+
+Every flag has an environment variable named after it (``--tls-cert`` ->
+``PLACEMENT_WEBHOOK_TLS_CERT``); a flag given on the command line wins over its variable.
+``--dev`` fills in a local setup: certificates under ``certs/`` (made when missing),
+policies from ``policies/``, listening on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "PLACEMENT_WEBHOOK_"
+DEV_CERTS = Path("certs")
+DEV_POLICIES = Path("policies")
+DEV_EXAMPLE = Path("examples/review-deployment-v1.json")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class ConfigError(ValueError):
+    """A flag or environment variable has an unusable value (exit code 2)."""
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+def _paths(text: str) -> list[Path]:
+    return [Path(p) for p in text.split(os.pathsep) if p]
+
+
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be 0..65535, got {port}")
+    return port
+
+
+def _seconds(text: str) -> float:
+    seconds = float(text)
+    if not seconds >= 0:  # also rejects NaN
+        raise ValueError(f"must be a number of seconds >= 0, got {text!r}")
+    return seconds
+
+
+def _level(text: str) -> str:
+    from webhook.server.logs import LEVELS
+
+    if text.lower() not in LEVELS:
+        raise ValueError(f"must be one of {', '.join(LEVELS)}, got {text!r}")
+    return text.lower()
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its flag, how its text parses, its default and its ``--dev`` default."""
+
+    flag: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+    metavar: str | None = None
+    dev: Any = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.replace("-", "_")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.flag.upper().replace("-", "_")
+
+
+OPTIONS = (
+    Option("policies", _paths, None, "policy folder or file (repeatable; env: os.pathsep-separated)", "PATH", dev=[DEV_POLICIES]),
+    Option("tls-cert", Path, None, "serving certificate (PEM, may include the chain)", "FILE", dev=DEV_CERTS / "tls.crt"),
+    Option("tls-key", Path, None, "serving certificate's private key (PEM)", "FILE", dev=DEV_CERTS / "tls.key"),
+    Option("client-ca", Path, None, "CA bundle for client certificates: turns on mutual TLS", "FILE"),
+    Option("host", str, "0.0.0.0", "address to listen on", "ADDR", dev="127.0.0.1"),
+    Option("port", _port, 8443, "TLS port: /mutate, /healthz, /readyz", "PORT"),
+    Option("metrics-port", _port, 8080, "plain-HTTP port: /metrics, /healthz, /readyz", "PORT"),
+    Option("shutdown-grace", _seconds, 30.0, "seconds in-flight reviews get to finish after SIGTERM", "SECONDS"),
+    Option("reload-interval", _seconds, 5.0, "seconds between checks of certificate and policy files", "SECONDS"),
+    Option("kinds-config", Path, None, "YAML file declaring extra workload kinds", "FILE"),
+    Option("log-level", _level, "info", "debug, info, warning or error", "LEVEL"),
+    Option("dev", _bool, False, "local setup: certs/ (made when missing), policies/, 127.0.0.1"),
+)
+
+
+def configure_serve(parser: argparse.ArgumentParser) -> None:
+    for opt in OPTIONS:
+        text = f"{opt.help} [env {opt.env}" + (f"; default {_shown(opt.default)}]" if opt.default not in (None, False) else "]")
+        if opt.parse is _bool:
+            parser.add_argument(f"--{opt.flag}", dest=opt.dest, action="store_const", const=True, default=None, help=text)
+        elif opt.parse is _paths:
+            parser.add_argument(f"--{opt.flag}", dest=opt.dest, action="append", type=Path, default=None, metavar=opt.metavar, help=text)
+        else:
+            parser.add_argument(f"--{opt.flag}", dest=opt.dest, type=_flag_type(opt), default=None, metavar=opt.metavar, help=text)
+
+
+def _shown(value: Any) -> str:
+    return str(value[0]) if isinstance(value, list) else str(value)
+
+
+def _flag_type(opt: Option) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return opt.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    parse.__name__ = opt.flag  # argparse names the type in its error message
+    return parse
+
+
+def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
+    """Settings by precedence: flag, then environment variable, then ``--dev`` default, then default."""
+    values: dict[str, Any] = {}
+    for opt in OPTIONS:
+        flagged = getattr(args, opt.dest, None)
+        if flagged is not None:
+            values[opt.dest] = flagged
+        elif environ.get(opt.env) is not None:
+            try:
+                values[opt.dest] = opt.parse(environ[opt.env])
+            except ValueError as exc:
+                raise ConfigError(f"{opt.env}: {exc}") from exc
+    dev = bool(values.get("dev", False))
+    for opt in OPTIONS:
+        if opt.dest not in values:
+            values[opt.dest] = opt.dev if dev and opt.dev is not None else opt.default
+    for opt in OPTIONS[:3]:  # policies, tls-cert, tls-key
+        if values[opt.dest] is None:
+            raise ConfigError(f"--{opt.flag} (or {opt.env}) is required, or use --dev")
+    return values
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from webhook.server import logs
+
+    try:
+        values = resolve(args, os.environ)
+        targets = _targets(values["kinds_config"])
+    except ConfigError as exc:
+        print(f"placement-webhook serve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    logs.setup(values["log_level"])
+    if values["dev"]:
+        _prepare_dev(values)
+    return _serve(values, targets)
+
+
+def _targets(kinds_config: Path | None) -> Any:
+    from webhook.kube import kinds as targets
+
+    if kinds_config is None:
+        return targets.BUILTIN
+    try:
+        return targets.load_kinds_config(kinds_config)
+    except targets.KindConfigError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def _serve(values: dict[str, Any], targets: Any) -> int:
+    import asyncio
+
+    from webhook.server import app as server
+
+    config = server.ServerConfig(
+        policies=tuple(values["policies"]),
+        tls_cert=values["tls_cert"],
+        tls_key=values["tls_key"],
+        client_ca=values["client_ca"],
+        host=values["host"],
+        port=values["port"],
+        metrics_port=values["metrics_port"],
+        shutdown_grace=values["shutdown_grace"],
+        reload_interval=values["reload_interval"],
+        targets=targets,
+    )
+    on_ready = _print_dev_example if values["dev"] else None
+    try:
+        return asyncio.run(server.serve(config, on_ready=on_ready))
+    except OSError as exc:  # the port is taken, the address does not exist, ...
+        print(f"placement-webhook serve: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _prepare_dev(values: dict[str, Any]) -> None:
+    """Make a local CA and serving certificate under ``certs/`` unless usable ones exist."""
+    from webhook.server import certs
+
+    cert, key = values["tls_cert"], values["tls_key"]
+    if cert.parent != DEV_CERTS or key.parent != DEV_CERTS:
+        return  # the user named their own files
+    if cert.exists() and key.exists() and not _expires_soon(cert):
+        return
+    certs.ensure(DEV_CERTS, service="placement-webhook", namespace="default", dns=["localhost"], ips=["127.0.0.1", "::1"])
+    print(f"made a development CA and serving certificate in {DEV_CERTS}/", file=sys.stderr)
+
+
+def _expires_soon(cert: Path) -> bool:
+    from webhook.server import certs
+
+    try:
+        info = certs.describe(cert.read_bytes())
+    except (OSError, certs.CertificateError):
+        return True
+    return info.not_after - dt.datetime.now(dt.UTC) < dt.timedelta(days=1)
+
+
+def _print_dev_example(state: Any) -> None:
+    config = state.config
+    print(
+        "placement-webhook is serving. Try:\n"
+        f"  curl --cacert {DEV_CERTS}/ca.crt -H 'Content-Type: application/json' \\\n"
+        f"    --data-binary @{DEV_EXAMPLE} https://localhost:{config.port}/mutate\n"
+        f"Metrics: curl http://localhost:{config.metrics_port}/metrics",
+        flush=True,
+    )

@@ -1,0 +1,296 @@
+"""One admission request in, one outcome out: guard clauses -> match -> mutate -> patch.
+
+The server, the dry-run CLI and the policy test suites all call ``admit``, so they can
+never disagree. ``admit`` never raises for a bad object: a failing policy is reported as
+a warning and left out (``engine.PlacementError``), anything unexpected fails open with
+``result="error"`` and no patch (SPEC 4.2).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from webhook import ANNOTATION_SKIP
+
+from webhook.engine import placement as engine
+
+from webhook.engine import matching
+
+from webhook.engine import patching
+from webhook.policy.policyset import Policy, PolicySet
+from webhook.engine.review import Request, clip, clip_all
+from webhook.kube.kinds import Target
+from webhook.engine.working import record_applied, working_copy
+
+if TYPE_CHECKING:
+    from webhook.cluster.view import ClusterView
+
+log = logging.getLogger(__name__)
+
+RESULTS = ("patched", "unchanged", "skipped", "ignored", "error")
+
+# The two calls through which admission reaches matching and the engine for each policy.
+# They are looked up here on every call, so tests can replace them to check orchestration
+# (order, audit mode, failures, settling) apart from engine semantics; in the compiled
+# build a direct call into another compiled module is bound early and cannot be replaced.
+apply_policy: Callable[..., engine.Applied] = engine.apply_policy
+selects: Callable[[Policy, matching.Subject], matching.Verdict] = matching.selects
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What admission did to one object."""
+
+    object: dict[str, Any] | None  # the object after mutation (the original when nothing changed)
+    patch: list[dict[str, Any]]  # RFC 6902; applying it to the request's object gives `object`
+    warnings: list[str]  # each under 120 characters
+    applied: list[str] = field(default_factory=list)  # policies that changed the object, sorted
+    audited: list[str] = field(default_factory=list)  # audit-mode policies that would have
+    result: str = "unchanged"  # one of RESULTS
+    error: str | None = None  # engine error (fail open for this object)
+    failed: list[str] = field(default_factory=list)  # policies that raised PlacementError
+    reason: str = ""  # why the object was ignored or skipped, for logs and the CLI
+
+
+def admit(request: Request, *, policies: PolicySet, cluster: ClusterView | None = None) -> Outcome:
+    """Run the policy set over the request's object and return the patch and warnings."""
+    try:
+        return _admit(request, policies, cluster)
+    except Exception as exc:  # fail open per object (SPEC 4.2): never block a workload on our bug
+        log.exception("admission failed for %s %s/%s", request.kind, request.namespace, request.name)
+        return Outcome(
+            object=request.object,
+            patch=[],
+            warnings=[clip(f"placement-webhook: internal error, object admitted unchanged: {exc}")],
+            result="error",
+            error=f"{type(exc).__name__}: {exc}",
+        )
+
+
+def _admit(request: Request, policies: PolicySet, cluster: ClusterView | None) -> Outcome:
+    target = policies.targets.lookup(request.group, request.kind)
+    ignored = _ignore_reason(request, target)
+    if ignored or target is None or request.object is None:
+        return Outcome(object=request.object, patch=[], warnings=[], result="ignored", reason=ignored)
+    if _skip_requested(request.object):
+        text = f"{ANNOTATION_SKIP}=true: placement policies skipped"
+        return Outcome(object=request.object, patch=[], warnings=[text], result="skipped", reason=text)
+    namespace = matching.subject_namespace(request.object, request.namespace)
+    candidates = matching.index_for(policies).candidates(target, namespace)
+    if not candidates:  # what a run over no policy would answer, without setting one up
+        return Outcome(object=request.object, patch=[], warnings=[], result="unchanged")
+    # Gatekeeper's rule: re-apply until the object stops changing, at most one pass more
+    # than there are policies. A policy's decision can depend on what a later one wrote
+    # (safe rollouts count the nodes a later nodeSelector leaves eligible), and only a
+    # converged object makes the second admission of the output an empty patch. A set with
+    # no such policy is settled after one pass, and most sets are like that.
+    settling = any(_reads_others_output(p) for p in candidates)
+    run = _Run(request=request, target=target, cluster=cluster, settling=settling)
+    if not settling:
+        run.run_pass(candidates)
+        return run.finish()
+    for _ in range(len(candidates) + 1):
+        if not run.run_pass(candidates):
+            return run.finish()
+    return run.diverged()
+
+
+def _reads_others_output(policy: Policy) -> bool:
+    """Whether what ``policy`` does can depend on what another policy writes.
+
+    ``merge`` and ``keep`` edits of a field group are idempotent whatever else is in the
+    object, and ``replace`` leaves the same group after every pass (the last writer wins).
+    What reads other policies' output: safe rollouts (the pod's affinity, nodeSelector and
+    tolerations decide whether a surge can schedule), ``preemptionPolicy`` (written only
+    when the class, perhaps set by another policy, carries the same value), and matching
+    on pod labels or annotations (the engine writes a group label and the applied annotation).
+    """
+    cached = policy.cache.get("admission.reads_others_output")
+    if cached is None:
+        spec = policy.spec
+        criteria = [spec.get("match") or {}, spec.get("exclude") or {}]
+        cached = bool(
+            spec.get("rollout")
+            or (spec.get("scheduling") or {}).get("preemptionPolicy")
+            or any(c.get("podSelector") or c.get("annotations") for c in criteria)
+        )
+        policy.cache["admission.reads_others_output"] = cached
+    return bool(cached)
+
+
+def _ignore_reason(request: Request, target: Target | None) -> str:
+    if target is None:
+        group = f"{request.group}/" if request.group else ""
+        return f"kind {group}{request.kind or '(none)'} is not a workload kind placement-webhook handles"
+    if request.operation not in ("CREATE", "UPDATE"):
+        return f"operation {request.operation} is not mutated"
+    if request.sub_resource:
+        return f"subresource {request.sub_resource} is not mutated"
+    if request.operation == "UPDATE" and not target.mutable_placement:
+        return f"{target.kind} placement is immutable after creation: UPDATE is not mutated"
+    if not isinstance(request.object, dict):
+        return "the request carries no object"
+    return ""
+
+
+def _skip_requested(obj: dict[str, Any]) -> bool:
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict):
+        return False
+    return str(annotations.get(ANNOTATION_SKIP, "")).strip().lower() == "true"
+
+
+class _Run:
+    """The state of one admission: the working copy and what each policy did to it."""
+
+    def __init__(
+        self, *, request: Request, target: Target, cluster: ClusterView | None, settling: bool
+    ) -> None:
+        assert request.object is not None
+        self.request, self.target, self.cluster = request, target, cluster
+        self.original: dict[str, Any] = request.object
+        # Built when a policy first runs: most reviews match no policy and need no copy.
+        self._working: dict[str, Any] | None = None
+        self.warnings: list[str] = []
+        self.applied: list[Policy] = []  # every application that changed the object, in order
+        self.audited: set[str] = set()
+        self.failed: set[str] = set()
+        self.changed_in_pass: list[str] = []
+        self.patch: list[dict[str, Any]] = []  # original -> working, as of the last pass that changed it
+        self._patch_text = "[]"  # the same, frozen: patch values alias the working copy
+        self.settling = settling  # whether another pass may follow (see _reads_others_output)
+        self._subject: matching.Subject | None = None
+
+    def run_pass(self, candidates: tuple[Policy, ...]) -> bool:
+        """Offer the object to every candidate once; True when the pass as a whole changed it.
+
+        A ``replace`` policy and a ``merge`` one may each edit a field group and still leave
+        it as the previous pass did: the patch is the same, and that is settled. The patch of
+        the last changing pass is the answer, so a settled object is diffed only once.
+        """
+        self.changed_in_pass = []
+        for policy in candidates:
+            if policy.name not in self.failed:
+                self.consider(policy)
+        if not self.changed_in_pass:
+            return False
+        record_applied(self.working, sorted({p.name for p in self.applied}))
+        self.patch = patching.diff(self.original, self.working)
+        if not self.settling:
+            return True
+        # Compared as text: the ops' values are live subtrees of the working copy, which the
+        # next pass edits in place, so the previous pass's patch cannot be kept as objects.
+        text = json.dumps(self.patch, sort_keys=True)
+        settled, self._patch_text = text == self._patch_text, text
+        return not settled
+
+    @property
+    def working(self) -> dict[str, Any]:
+        if self._working is None:
+            self._working = working_copy(self.original, self.target)
+        return self._working
+
+    def current(self) -> dict[str, Any]:
+        """The object as the policies so far left it (read only)."""
+        return self._working if self._working is not None else self.original
+
+    def subject(self) -> matching.Subject:
+        # Rebuilt after every change: each policy matches the object as the previous left it.
+        if self._subject is None:
+            self._subject = matching.subject(
+                self.current(),
+                target=self.target,
+                operation=self.request.operation,
+                namespace=self.request.namespace,
+                cluster=self.cluster,
+            )
+        return self._subject
+
+    def consider(self, policy: Policy) -> None:
+        verdict = selects(policy, self.subject())
+        if verdict.undecided:
+            self.warnings.append(f"{policy.name}: {verdict.reason}")
+        if not verdict.matched:
+            return
+        if policy.enforcement == "audit":
+            self._audit(policy)
+        else:
+            self._enforce(policy)
+
+    def _apply(self, obj: dict[str, Any], policy: Policy) -> engine.Applied:
+        return apply_policy(obj, policy=policy, target=self.target, cluster=self.cluster)
+
+    def _enforce(self, policy: Policy) -> None:
+        try:
+            result = self._apply(self.working, policy)
+        except engine.PlacementError as exc:
+            self.warnings.append(f"{policy.name}: not applied: {exc}")
+            self.failed.add(policy.name)
+            self._replay()
+            return
+        self.warnings.extend(result.warnings)
+        if result.changed:
+            self.applied.append(policy)
+            self.changed_in_pass.append(policy.name)
+            self._subject = None
+
+    def _replay(self) -> None:
+        """Undo a policy that failed half-way: rebuild the working copy from the original
+        by re-running the policies that succeeded (the engine is deterministic)."""
+        self._working = working_copy(self.original, self.target)
+        for policy in self.applied:
+            self._apply(self.working, policy)
+        if self.applied:
+            record_applied(self.working, sorted({p.name for p in self.applied}))
+        self._subject = None
+
+    def _audit(self, policy: Policy) -> None:
+        base = self.current()
+        scratch = working_copy(base, self.target)
+        try:
+            result = self._apply(scratch, policy)
+        except engine.PlacementError as exc:
+            self.warnings.append(f"{policy.name}: audit: would fail: {exc}")
+            return
+        self.warnings.extend(f"(audit) {w}" for w in result.warnings)
+        if result.changed:
+            self.audited.add(policy.name)
+            self.warnings.append(f"{policy.name}: audit: would {_summary(patching.diff(base, scratch))}")
+
+    def finish(self) -> Outcome:
+        names = sorted({p.name for p in self.applied})
+        patch = self.patch
+        return Outcome(
+            object=self.working if patch else self.original,
+            patch=patch,
+            warnings=clip_all(self.warnings),
+            applied=names,
+            audited=sorted(self.audited),
+            failed=sorted(self.failed),
+            result="patched" if patch else "unchanged",
+        )
+
+    def diverged(self) -> Outcome:
+        """Policies that keep undoing each other (two ``replace`` policies on one field
+        group): an engine error for this object, admitted unchanged (SPEC 4.2)."""
+        fighting = sorted(set(self.changed_in_pass))
+        text = f"policies never settle ({', '.join(fighting)}); object admitted unchanged"
+        return Outcome(
+            object=self.original,
+            patch=[],
+            warnings=clip_all([*self.warnings, text]),
+            failed=sorted(self.failed),
+            result="error",
+            error=text,
+        )
+
+
+def _summary(ops: list[dict[str, Any]]) -> str:
+    """``add /spec/template/spec/affinity, replace /spec/strategy`` (clipped later)."""
+    if not ops:
+        return "change nothing visible"
+    return ", ".join(f"{op['op']} {op['path']}" for op in ops)

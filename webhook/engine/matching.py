@@ -1,0 +1,421 @@
+"""Does a policy select an object? Pure predicates over a ``Subject`` (SPEC 3, match/exclude).
+
+Each criterion of a ``match`` or ``exclude`` block becomes one small predicate that
+returns ``None`` when it holds and a human reason when it does not; an unset criterion
+is not compiled at all, so it matches. The predicates of a policy are built once and
+memoised on the policy. Globs are ``fnmatch`` style and case-sensitive.
+
+Decisions where Kubernetes offers no rule:
+- ``match.operations`` defaults to CREATE and UPDATE; ``exclude.operations`` to any.
+- An object without a namespace (cluster-scoped kinds from a kinds config) never matches
+  ``namespaces`` or ``namespaceSelector`` and is never removed by ``excludeNamespaces``.
+- ``namespaceSelector`` needs namespace labels from the cluster view (SPEC 4.4). Without
+  one, or for a namespace it does not know, the criterion does not hold and the verdict is
+  marked ``undecided`` so admission can say why the policy was left out.
+- An ``exclude`` block with no criteria excludes nothing.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any
+
+from webhook.policy.policyset import Policy, PolicySet
+from webhook.kube.kinds import Target, get_path
+
+if TYPE_CHECKING:  # the cluster view is only consulted through its protocol
+    from webhook.cluster.view import ClusterView
+
+DEFAULT_OPERATIONS = ("CREATE", "UPDATE")
+_NO_LABELS: Mapping[str, str] = {}
+
+
+@dataclass(slots=True)
+class Subject:
+    """What matching looks at: the object's identity, labels and request context.
+
+    Read only. Not ``frozen``: a frozen dataclass sets each field through
+    ``object.__setattr__``, which makes it ~2.5x dearer to build, and one is built per
+    policy that changes the object.
+    """
+
+    target: Target
+    operation: str
+    namespace: str | None
+    name: str  # metadata.name, else metadata.generateName, else ""
+    labels: Mapping[str, Any]
+    annotations: Mapping[str, Any]
+    pod_labels: Mapping[str, Any]
+    cluster: ClusterView | None = None
+
+
+class _Miss:
+    """A criterion that does not hold. The reason is formatted only when someone reads it:
+    with many policies most predicates miss, and most misses are never explained."""
+
+    __slots__ = ("explain", "undecided")
+
+    def __init__(self, explain: Callable[[], str], undecided: bool = False) -> None:
+        self.explain, self.undecided = explain, undecided
+
+
+class Verdict:
+    """A decision and the reason for it; ``undecided`` when it needed an unknown cluster fact."""
+
+    __slots__ = ("_explain", "matched", "undecided")
+
+    def __init__(self, matched: bool, explain: Callable[[], str], undecided: bool = False) -> None:
+        self.matched, self.undecided, self._explain = matched, undecided, explain
+
+    @property
+    def reason(self) -> str:
+        return self._explain()
+
+    def __repr__(self) -> str:
+        return f"Verdict(matched={self.matched}, reason={self.reason!r}, undecided={self.undecided})"
+
+
+Predicate = Callable[[Subject], "_Miss | None"]
+
+
+def subject(
+    obj: Mapping[str, Any],
+    *,
+    target: Target,
+    operation: str,
+    namespace: str | None,
+    cluster: ClusterView | None = None,
+) -> Subject:
+    """The matching view of ``obj`` (labels and names are read, never copied)."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    return Subject(
+        target=target,
+        operation=operation,
+        namespace=subject_namespace(obj, namespace),
+        name=str(meta.get("name") or meta.get("generateName") or ""),
+        labels=_mapping(meta.get("labels")),
+        annotations=_mapping(meta.get("annotations")),
+        pod_labels=_mapping(get_path(obj, target.pod_labels)),
+        cluster=cluster,
+    )
+
+
+def subject_namespace(obj: Mapping[str, Any], namespace: str | None) -> str | None:
+    """The namespace matching sees: the request's, else the object's own."""
+    if namespace:
+        return namespace
+    meta = obj.get("metadata")
+    return (meta.get("namespace") or None) if isinstance(meta, dict) else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else _NO_LABELS
+
+
+_MATCHED = Verdict(True, lambda: "matched")
+_EXCLUDED = Verdict(False, lambda: "excluded: every exclude criterion holds")
+
+
+def selects(policy: Policy, subj: Subject) -> Verdict:
+    """Whether ``policy`` applies: its ``match`` holds and its ``exclude`` does not."""
+    match_preds, exclude_preds = _compiled(policy)
+    for pred in match_preds:
+        miss = pred(subj)
+        if miss is not None:
+            return Verdict(False, miss.explain, miss.undecided)
+    if not exclude_preds:
+        return _MATCHED
+    for pred in exclude_preds:
+        miss = pred(subj)
+        if miss is not None:
+            return Verdict(True, _not_excluded(miss.explain), miss.undecided)
+    return _EXCLUDED
+
+
+def _const(text: str) -> Callable[[], str]:
+    return lambda: text
+
+
+def _not_excluded(explain: Callable[[], str]) -> Callable[[], str]:
+    return lambda: f"matched (not excluded: {explain()})"
+
+
+def _compiled(policy: Policy) -> tuple[list[Predicate], list[Predicate]]:
+    cached = policy.cache.get("matching")
+    if cached is None:
+        match = policy.spec.get("match") or {}
+        exclude = policy.spec.get("exclude") or {}
+        match_preds = compile_criteria(match, policy=policy, default_operations=DEFAULT_OPERATIONS)
+        cached = (match_preds, compile_criteria(exclude, policy=None, default_operations=None))
+        policy.cache["matching"] = cached
+    return cached
+
+
+def may_match_namespace(policy: Policy, namespace: str | None) -> bool:
+    """A cheap, conservative pre-check of ``match.namespaces``: False only when ``selects``
+    would certainly refuse the policy for objects in ``namespace``."""
+    patterns = (policy.spec.get("match") or {}).get("namespaces")
+    if patterns is None:
+        return True
+    if namespace is None:
+        return False
+    return namespace in patterns or any(c in p for p in patterns for c in "*?[")
+
+
+class CandidateIndex:
+    """The policies of a set that can match objects of one kind in one namespace, in run order.
+
+    ``PolicySet`` indexes by kind; with many per-team policies most candidates of a kind name
+    other namespaces, so this second level (filled lazily, bounded) keeps the cost of an
+    admission close to the number of policies that can really apply.
+    """
+
+    MAX_ENTRIES = 4096
+
+    def __init__(self, by_kind: Mapping[tuple[str, str], tuple[Policy, ...]]) -> None:
+        self._by_kind = by_kind  # PolicySet.by_kind; not the set, which memoises this index
+        self._cache: dict[tuple[str, str, str | None], tuple[Policy, ...]] = {}
+
+    def candidates(self, target: Target, namespace: str | None) -> tuple[Policy, ...]:
+        key = (target.group, target.kind, namespace)
+        hit = self._cache.get(key)
+        if hit is None:
+            if len(self._cache) >= self.MAX_ENTRIES:
+                self._cache.clear()
+            by_kind = self._by_kind.get((target.group, target.kind), ())
+            hit = tuple(p for p in by_kind if may_match_namespace(p, namespace))
+            self._cache[key] = hit
+        return hit
+
+
+def index_for(policies: PolicySet) -> CandidateIndex:
+    """The memoised ``CandidateIndex`` of a policy set (kept in the set: a reload builds a
+    new set, and the old index goes away with the old set)."""
+    index: CandidateIndex | None = policies.cache.get("matching.index")
+    if index is None:
+        index = policies.cache["matching.index"] = CandidateIndex(policies.by_kind)
+    return index
+
+
+def compile_criteria(
+    criteria: Mapping[str, Any],
+    *,
+    policy: Policy | None = None,
+    default_operations: Sequence[str] | None = None,
+) -> list[Predicate]:
+    """The predicates of one ``match``/``exclude`` block, cheapest first.
+
+    ``policy`` supplies the kinds already resolved by the loader (``Policy.targets``);
+    ``namespaceSelector`` comes last so that "undecided" only means it alone was unknown.
+    """
+    preds: list[Predicate] = []
+    kinds = criteria.get("kinds")
+    if policy is not None and policy.targets is not None:
+        preds.append(_targets_pred(policy.targets, kinds or []))
+    elif kinds:
+        preds.append(_kinds_pred(kinds))
+    operations = criteria.get("operations") or default_operations
+    if operations:
+        preds.append(_operations_pred(operations))
+    builders: list[tuple[str, Callable[[Any], Predicate]]] = [
+        ("namespaces", _namespaces_pred),
+        ("excludeNamespaces", _exclude_namespaces_pred),
+        ("names", _names_pred),
+        ("selector", lambda sel: _selector_pred(sel, "selector", lambda s: s.labels)),
+        ("podSelector", lambda sel: _selector_pred(sel, "podSelector", lambda s: s.pod_labels)),
+        ("annotations", _annotations_pred),
+        ("namespaceSelector", _namespace_selector_pred),
+    ]
+    for key, build in builders:
+        value = criteria.get(key)
+        if value is not None:
+            preds.append(build(value))
+    return preds
+
+
+def kind_ref_matches(ref: str, target: Target) -> bool:
+    """Whether a kinds entry (``Kind``, ``group/Kind``, ``version/Kind``, ``group/version/Kind``)
+    names ``target``. Versions of one group/kind are the same resource, as in ``Targets.resolve``."""
+    parts = ref.split("/")
+    if parts[-1] != target.kind:
+        return False
+    if len(parts) == 1:
+        return True
+    if len(parts) == 2:
+        return parts[0] == target.group or (target.group == "" and parts[0] == target.version)
+    return len(parts) == 3 and parts[0] == target.group
+
+
+def _targets_pred(targets: frozenset[Target], kinds: Sequence[str]) -> Predicate:
+    # (group, kind) pairs: hashing two interned strings is far cheaper than hashing a Target.
+    wanted = frozenset((t.group, t.kind) for t in targets)
+
+    def pred(s: Subject) -> _Miss | None:
+        if (s.target.group, s.target.kind) in wanted:
+            return None
+        return _Miss(lambda: f"kind {s.target.describe()} is not in match.kinds {_show(kinds)}")
+
+    return pred
+
+
+def _kinds_pred(kinds: Sequence[str]) -> Predicate:
+    def pred(s: Subject) -> _Miss | None:
+        if any(kind_ref_matches(ref, s.target) for ref in kinds):
+            return None
+        return _Miss(lambda: f"kind {s.target.describe()} is not in kinds {_show(kinds)}")
+
+    return pred
+
+
+def _operations_pred(operations: Sequence[str]) -> Predicate:
+    allowed = frozenset(operations)
+
+    def pred(s: Subject) -> _Miss | None:
+        return None if s.operation in allowed else _Miss(lambda: f"operation {s.operation} is not in {_show(operations)}")
+
+    return pred
+
+
+def _globs(patterns: Sequence[str]) -> Callable[[str], bool]:
+    exact = frozenset(p for p in patterns if not any(c in p for c in "*?["))
+    wild = tuple(p for p in patterns if p not in exact)
+    return lambda value: value in exact or any(fnmatchcase(value, p) for p in wild)
+
+
+def _namespaces_pred(patterns: Sequence[str]) -> Predicate:
+    hit = _globs(patterns)
+
+    def pred(s: Subject) -> _Miss | None:
+        if s.namespace is None:
+            return _Miss(lambda: f"the object has no namespace; namespaces {_show(patterns)} is set")
+        return None if hit(s.namespace) else _Miss(lambda: f"namespace {s.namespace} is not in {_show(patterns)}")
+
+    return pred
+
+
+def _exclude_namespaces_pred(patterns: Sequence[str]) -> Predicate:
+    hit = _globs(patterns)
+
+    def pred(s: Subject) -> _Miss | None:
+        if s.namespace is not None and hit(s.namespace):
+            return _Miss(lambda: f"namespace {s.namespace} is in excludeNamespaces {_show(patterns)}")
+        return None
+
+    return pred
+
+
+def _names_pred(patterns: Sequence[str]) -> Predicate:
+    hit = _globs(patterns)
+
+    def pred(s: Subject) -> _Miss | None:
+        return None if hit(s.name) else _Miss(lambda: f"name {s.name or '(none)'} is not in {_show(patterns)}")
+
+    return pred
+
+
+def _annotations_pred(wanted: Mapping[str, str]) -> Predicate:
+    items = tuple(wanted.items())
+
+    def pred(s: Subject) -> _Miss | None:
+        for key, pattern in items:
+            value = s.annotations.get(key)
+            if value is None:
+                return _Miss(_const(f"annotation {key} is not set"))
+            if not fnmatchcase(str(value), pattern):
+                return _Miss(_const(f"annotation {key}={value} does not match {pattern!r}"))
+        return None
+
+    return pred
+
+
+def _selector_pred(selector: Mapping[str, Any], field: str, labels_of: Callable[[Subject], Mapping[str, Any]]) -> Predicate:
+    def pred(s: Subject) -> _Miss | None:
+        labels = labels_of(s)
+        if selector_matches(selector, labels):
+            return None
+        return _Miss(lambda: f"{field}: {selector_mismatch(selector, labels)}")
+
+    return pred
+
+
+def _namespace_selector_pred(selector: Mapping[str, Any]) -> Predicate:
+    def pred(s: Subject) -> _Miss | None:
+        if s.namespace is None:
+            return _Miss(lambda: "namespaceSelector: the object has no namespace")
+        if s.cluster is None:
+            return _Miss(lambda: "namespaceSelector needs namespace labels; no cluster view is configured", True)
+        labels = s.cluster.namespace_labels(s.namespace)
+        if labels is None:
+            return _Miss(lambda: f"namespaceSelector: namespace {s.namespace} is unknown to the cluster view", True)
+        if selector_matches(selector, labels):
+            return None
+        return _Miss(lambda: f"namespaceSelector: namespace {s.namespace}: {selector_mismatch(selector, labels)}")
+
+    return pred
+
+
+def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """Whether ``labels`` satisfy a Kubernetes LabelSelector (see ``selector_mismatch``)."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or ():
+        key, op = expr.get("key", ""), expr.get("operator", "")
+        if op == "In":
+            ok = key in labels and labels[key] in (expr.get("values") or ())
+        elif op == "NotIn":
+            ok = key not in labels or labels[key] not in (expr.get("values") or ())
+        elif op == "Exists":
+            ok = key in labels
+        elif op == "DoesNotExist":
+            ok = key not in labels
+        else:  # the loader rejects other operators; never select on one we do not know
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
+def selector_mismatch(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> str | None:
+    """Why ``labels`` fail a Kubernetes LabelSelector, or None when they satisfy it.
+
+    Kubernetes semantics: matchLabels and matchExpressions are ANDed; an empty selector
+    selects everything; ``NotIn`` and ``DoesNotExist`` hold when the key is absent.
+    """
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return f"label {key}={value} required, found {_label(labels, key)}"
+    for expr in selector.get("matchExpressions") or ():
+        why = _expression_mismatch(expr, labels)
+        if why is not None:
+            return why
+    return None
+
+
+def _expression_mismatch(expr: Mapping[str, Any], labels: Mapping[str, Any]) -> str | None:
+    key, op = expr.get("key", ""), expr.get("operator", "")
+    values = expr.get("values") or ()
+    present = key in labels
+    if op == "In":
+        ok = present and labels[key] in values
+    elif op == "NotIn":
+        ok = not present or labels[key] not in values
+    elif op == "Exists":
+        ok = present
+    elif op == "DoesNotExist":
+        ok = not present
+    else:
+        return f"unknown operator {op!r} for label {key}"
+    if ok:
+        return None
+    return f"label {key} {op} {_show(values)} does not hold (found {_label(labels, key)})".replace(" []", "")
+
+
+def _label(labels: Mapping[str, Any], key: str) -> str:
+    return f"{key}={labels[key]}" if key in labels else "no such label"
+
+
+def _show(values: Sequence[Any]) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]"

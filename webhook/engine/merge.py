@@ -1,0 +1,356 @@
+"""Fold compiled fragments into an object under the ``onConflict`` rules (SPEC 3.2).
+
+Each function owns one field group of a pod spec (or of Wukong's scheduling block) and edits
+the container it is given in place, reporting to a ``Report``:
+
+- ``merge`` is additive: required node affinity is ANDed into every existing term, list
+  entries are appended unless an equal one exists, map keys and scalars are set only when
+  absent (or at their API default). Nothing the object has is removed or rewritten.
+- ``keep`` leaves a group the object already sets untouched.
+- ``replace`` puts the policy's value in place of the object's for that group.
+
+Containers are created only when something is added to them.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook.engine.fragments import (
+    MAX_TERMS,
+    Term,
+    conjoin,
+    copy_json,
+    preferred_key,
+    term_key,
+)
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+MERGE, KEEP, REPLACE = "merge", "keep", "replace"
+
+
+class PlacementError(Exception):
+    """The policy cannot be applied to this object; the object is left as it was."""
+
+
+@dataclass(slots=True)
+class Report:
+    """What applying one policy did: whether anything changed, and what to tell the user."""
+
+    changed: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+def mapping(container: Mapping[str, Any], key: str, *, where: str) -> dict[str, Any] | None:
+    """The mapping at ``container[key]``; None when absent; an error when not a mapping."""
+    value = container.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise PlacementError(f"{where}.{key} is not a mapping")
+    return value
+
+
+def sequence(container: Mapping[str, Any], key: str, *, where: str) -> list[Any] | None:
+    value = container.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise PlacementError(f"{where}.{key} is not a list")
+    return value
+
+
+def ensure(container: dict[str, Any], key: str) -> dict[str, Any]:
+    """The mapping at ``container[key]``, created when missing (only call to add to it)."""
+    value = container.get(key)
+    if not isinstance(value, dict):
+        value = container[key] = {}
+    return value
+
+
+# --- semantic equality ----------------------------------------------------------------
+
+
+def freeze(value: Any, *, revision_free: bool = False) -> Any:
+    """A hashable identity of plain data in which key order, list order, nulls and empty
+    lists or maps do not count (every list the engine compares is a set in the API).
+
+    ``revision_free`` drops ``pod-template-hash`` from ``matchLabelKeys``: it only scopes
+    a self anti-affinity term to one revision (SPEC 3.4 rule 3), so a term that differs
+    from ours by it alone is the same spread and must not be added twice.
+    """
+    if isinstance(value, dict):
+        return frozenset(
+            (k, _freeze_entry(k, v, revision_free)) for k, v in value.items() if v is not None and v != [] and v != {}
+        )
+    if isinstance(value, list):
+        return frozenset(freeze(v, revision_free=revision_free) for v in value)
+    return value
+
+
+def _freeze_entry(key: str, value: Any, revision_free: bool) -> Any:
+    if revision_free and key == "matchLabelKeys" and isinstance(value, list):
+        return frozenset(v for v in value if v != "pod-template-hash")
+    return freeze(value, revision_free=revision_free)
+
+
+def canonical(value: Any) -> Any:
+    """Semantic identity of a list entry (a toleration, a required resource, ...)."""
+    return freeze(value)
+
+
+def anti_term_key(term: Mapping[str, Any]) -> Any:
+    """Identity of a pod (anti-)affinity entry; see ``freeze(revision_free=True)``."""
+    return freeze(term, revision_free=True)
+
+
+def toleration_key(tol: Mapping[str, Any]) -> Any:
+    """Tolerations compared with the API's defaults filled in (operator Equal, empty value)."""
+    return (
+        tol.get("key") or "",
+        tol.get("operator") or "Equal",
+        tol.get("value") or "",
+        tol.get("effect") or "",
+        tol.get("tolerationSeconds"),
+    )
+
+
+def weight_bucket(entry: Mapping[str, Any]) -> Any:
+    """A cheap partition of list entries that semantically equal entries share: only
+    entries in the same bucket need their (costly) semantic key compared."""
+    inner = entry.get("podAffinityTerm")
+    topology = (inner if isinstance(inner, dict) else entry).get("topologyKey")
+    return (entry.get("weight"), topology)
+
+
+def key_bucket(entry: Mapping[str, Any]) -> Any:
+    return entry.get("key"), entry.get("resourceType")
+
+
+def append_missing(
+    target: list[Any],
+    items: Iterable[Mapping[str, Any]],
+    key: Callable[[Any], Any],
+    bucket: Callable[[Any], Any] = weight_bucket,
+) -> bool:
+    """Append copies of the items no entry of ``target`` equals; True if any was added."""
+    # Most items are already there verbatim on a second pass: a C-speed check first.
+    pending = [item for item in items if item not in target]
+    if not pending:
+        return False
+    # Semantic keys only for the entries that could equal a pending item, so a list that
+    # many policies append to does not cost a key per entry per policy.
+    buckets = {bucket(item) for item in pending}
+    have = {key(x) for x in target if isinstance(x, dict) and bucket(x) in buckets}
+    if not have and len(pending) == 1:  # nothing it could equal: no key needed
+        target.append(copy_json(dict(pending[0])))
+        return True
+    added = False
+    for item in pending:
+        k = key(item)
+        if k not in have:
+            target.append(copy_json(dict(item)))
+            have.add(k)
+            added = True
+    return added
+
+
+# --- required node affinity: AND into existing terms ----------------------------------
+
+
+def and_into(existing: Sequence[Mapping[str, Any]], terms: Sequence[Term]) -> list[Any] | None:
+    """``existing AND terms`` (both ORs of terms), or None when ``existing`` already implies it.
+
+    A term that already contains every requirement of one of ``terms`` is kept as is, which
+    makes a second application a no-op. An empty term matches no node and ANDing keeps it
+    so; it is left alone rather than turned into one that matches.
+    """
+    out: list[Any] = []
+    seen: set[Any] = set()
+    changed = False
+    wanted = [term_key(t) for t in terms]
+    for term in existing:
+        if not isinstance(term, dict) or not (term.get("matchExpressions") or term.get("matchFields")):
+            out.append(term)
+            continue
+        mine = term_key(term)
+        if any(w[0] <= mine[0] and w[1] <= mine[1] for w in wanted):
+            out.append(term)
+            seen.add(mine)
+            continue
+        changed = True
+        for t in terms:
+            combined = conjoin(term, t)
+            if term_key(combined) not in seen:
+                seen.add(term_key(combined))
+                out.append(combined)
+    if not changed:
+        return None
+    if len(out) > MAX_TERMS:
+        raise PlacementError(f"required node affinity would need {len(out)} terms (limit {MAX_TERMS})")
+    return out
+
+
+def node_affinity(
+    affinity_parent: dict[str, Any],
+    *,
+    required: Sequence[Term] | None,
+    preferred: Sequence[Term],
+    mode: str,
+    report: Report,
+    where: str,
+    key: str = "affinity",
+) -> None:
+    """Merge required/preferred node affinity into ``affinity_parent[key].nodeAffinity``."""
+    if required is None and not preferred:
+        return
+    affinity = mapping(affinity_parent, key, where=where) or {}
+    current = mapping(affinity, "nodeAffinity", where=f"{where}.{key}")
+    if mode == KEEP and current:
+        return
+    if mode == REPLACE or not current:
+        wanted: dict[str, Any] = {}
+        if required is not None:
+            wanted[REQUIRED] = {"nodeSelectorTerms": copy_json(list(required))}
+        if preferred:
+            wanted[PREFERRED] = copy_json(list(preferred))
+        if current != wanted:
+            ensure(affinity_parent, key)["nodeAffinity"] = wanted
+            report.changed = True
+        return
+    _merge_node_affinity(current, required=required, preferred=preferred, report=report, where=where)
+
+
+def _merge_node_affinity(
+    current: dict[str, Any],
+    *,
+    required: Sequence[Term] | None,
+    preferred: Sequence[Term],
+    report: Report,
+    where: str,
+) -> None:
+    here = f"{where}.affinity.nodeAffinity"
+    if required is not None:
+        req = mapping(current, REQUIRED, where=here)
+        terms = sequence(req, "nodeSelectorTerms", where=here) if req is not None else None
+        if not terms:
+            current[REQUIRED] = {**(req or {}), "nodeSelectorTerms": copy_json(list(required))}
+            report.changed = True
+        else:
+            combined = and_into(terms, required)
+            if combined is not None:
+                terms[:] = combined
+                report.changed = True
+    if preferred:
+        prefs = sequence(current, PREFERRED, where=here)
+        if prefs is None:
+            current[PREFERRED] = copy_json(list(preferred))
+            report.changed = True
+        elif append_missing(prefs, preferred, preferred_key):
+            report.changed = True
+
+
+# --- other groups ---------------------------------------------------------------------
+
+
+def node_selector(
+    pod_spec: dict[str, Any], wanted: Mapping[str, str], *, mode: str, report: Report, where: str
+) -> None:
+    if not wanted:
+        return
+    current = mapping(pod_spec, "nodeSelector", where=where)
+    if mode == KEEP and current:
+        return
+    if mode == REPLACE or not current:
+        if current != dict(wanted):
+            pod_spec["nodeSelector"] = dict(wanted)
+            report.changed = True
+        return
+    for k, v in wanted.items():
+        have = current.get(k)
+        if have is None:
+            current[k] = v
+            report.changed = True
+        elif str(have) != v:
+            report.warn(f"nodeSelector {k}={have} kept (policy wants {v})")
+
+
+def pod_terms(
+    pod_spec: dict[str, Any],
+    group: str,
+    *,
+    required: Sequence[Term],
+    preferred: Sequence[Term],
+    mode: str,
+    report: Report,
+    where: str,
+) -> None:
+    """Merge pod affinity or anti-affinity terms into ``affinity.<group>``."""
+    if not required and not preferred:
+        return
+    affinity = mapping(pod_spec, "affinity", where=where) or {}
+    current = mapping(affinity, group, where=f"{where}.affinity")
+    if mode == KEEP and current:
+        return
+    if mode == REPLACE or not current:
+        wanted: dict[str, Any] = {}
+        if required:
+            wanted[REQUIRED] = copy_json(list(required))
+        if preferred:
+            wanted[PREFERRED] = copy_json(list(preferred))
+        if current != wanted:
+            ensure(pod_spec, "affinity")[group] = wanted
+            report.changed = True
+        return
+    for field_name, items in ((REQUIRED, required), (PREFERRED, preferred)):
+        if not items:
+            continue
+        have = sequence(current, field_name, where=f"{where}.affinity.{group}")
+        if have is None:
+            current[field_name] = copy_json(list(items))
+            report.changed = True
+        elif append_missing(have, items, anti_term_key):
+            report.changed = True
+
+
+def tolerations(pod_spec: dict[str, Any], wanted: Sequence[Term], *, mode: str, report: Report, where: str) -> None:
+    if not wanted:
+        return
+    current = sequence(pod_spec, "tolerations", where=where)
+    if mode == KEEP and current:
+        return
+    if mode == REPLACE or not current:
+        if current != list(wanted):
+            pod_spec["tolerations"] = copy_json(list(wanted))
+            report.changed = True
+        return
+    if append_missing(current, wanted, toleration_key, key_bucket):
+        report.changed = True
+
+
+def scalar(
+    container: dict[str, Any],
+    key: str,
+    value: Any,
+    *,
+    mode: str,
+    report: Report,
+    defaults: tuple[Any, ...] = (),
+) -> bool:
+    """Set one scalar under the mode's rules; ``defaults`` are the values the API server
+    fills in before webhooks run, which are not a user's choice. True if it was written."""
+    current = container.get(key)
+    if current == value:
+        return False
+    if mode != REPLACE and current is not None and current not in defaults:
+        if mode == MERGE:
+            report.warn(f"{key} {current} kept (policy wants {value})")
+        return False
+    container[key] = value
+    report.changed = True
+    return True

@@ -1,0 +1,235 @@
+"""Apply one policy to one object (SPEC 3.2-3.6): the engine ``admission`` calls.
+
+``apply_policy`` edits the object in place (admission hands it a private working copy) and
+says whether anything changed. It compiles the policy once (``compile.compiled``), folds
+the fragments in under the policy's ``onConflict`` (``merge``), decides the rollout
+(``rollout``) and writes Wukong objects through their native API (``wukong``).
+
+It does not evaluate match/exclude, the skip annotation, audit mode, the ``applied``
+annotation or patches: ``admission`` does.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook import LABEL_GROUP
+
+from webhook.engine import merge
+
+from webhook.engine import rollout
+
+from webhook.engine import scheduling
+
+from webhook.engine import wukong
+from webhook.engine import fragments as compiler
+from webhook.cluster.view import ClusterView
+from webhook.engine.merge import PlacementError, Report
+from webhook.policy.policyset import Policy
+from webhook.kube.kinds import VOLATILE_LABELS, Path_, Target, get_path
+
+__all__ = ["Applied", "PlacementError", "apply_policy", "workload_selector", "written_paths"]
+
+MAX_WARNING = 119  # SPEC 4.1: every warning under 120 characters
+
+# The subtrees of a pod spec that ``merge`` edits in place. Scalars (priorityClassName,
+# schedulerName, evictionStrategy, the stale ``priority``) are set on the pod spec itself.
+POD_SPEC_WRITES = ("affinity", "nodeSelector", "tolerations")
+
+
+@dataclass(slots=True)
+class Applied:
+    """The result of one policy on one object."""
+
+    changed: bool
+    warnings: list[str] = field(default_factory=list)  # each prefixed with the policy name
+
+
+def apply_policy(
+    obj: dict[str, Any], *, policy: Policy, target: Target, cluster: ClusterView | None
+) -> Applied:
+    """Apply ``policy`` to ``obj`` in place. Raises ``PlacementError`` when the policy
+    cannot be applied to this object; the caller then discards the working copy."""
+    compiled = compiler.compiled(policy)
+    if compiled.error:
+        raise PlacementError(compiled.error)
+    report = Report()
+    if target.native == "wukong":
+        wukong.apply(obj, policy=policy, compiled=compiled, report=report, cluster=cluster)
+    elif target.pod_spec is None:
+        raise PlacementError(f"{target.kind} has neither a pod spec nor a native scheduling API")
+    else:
+        _apply_pod(obj, policy=policy, compiled=compiled, target=target, report=report, cluster=cluster)
+    return Applied(report.changed, [_line(policy.name, w) for w in report.warnings])
+
+
+def written_paths(target: Target) -> tuple[Path_, ...]:
+    """Every subtree ``apply_policy`` may edit in place for objects of ``target``.
+
+    Admission copies these, and the containers on the way to them (where scalars such as
+    ``minReadySeconds`` or ``priorityClassName`` are set), and shares everything else with
+    the request. A writer that edits anything else must be listed here.
+    """
+    paths: list[Path_] = [target.pod_labels]  # the group label (``_group_selector``)
+    if target.native == "wukong":
+        paths.extend(wukong.WRITES)
+    elif target.pod_spec is not None:
+        paths.extend(target.pod_spec + (key,) for key in POD_SPEC_WRITES)
+    if target.rollout is not None:
+        paths.append(target.rollout)
+    return tuple(paths)
+
+
+def _line(name: str, message: str) -> str:
+    text = f"{name}: {message}"
+    return text if len(text) <= MAX_WARNING else text[: MAX_WARNING - 1] + "…"
+
+
+def _apply_pod(
+    obj: dict[str, Any],
+    *,
+    policy: Policy,
+    compiled: compiler.Compiled,
+    target: Target,
+    report: Report,
+    cluster: ClusterView | None,
+) -> None:
+    pod_spec = get_path(obj, target.pod_spec or ())
+    where = ".".join(target.pod_spec or ())
+    if not isinstance(pod_spec, dict):
+        raise PlacementError(f"{target.kind} has no pod spec at {where}")
+    mode = policy.on_conflict
+    # Each step runs only when the policy has something for its field group: a policy
+    # typically sets two or three of them, and this runs for every matching policy.
+    if compiled.scheduling:
+        scheduling.apply(pod_spec, compiled.scheduling, mode=mode, report=report, cluster=cluster,
+                         preemption=not target.kubevirt)
+    if compiled.node_selector:
+        merge.node_selector(pod_spec, compiled.node_selector, mode=mode, report=report, where=where)
+    if compiled.required is not None or compiled.preferred:
+        merge.node_affinity(pod_spec, required=compiled.required, preferred=compiled.preferred, mode=mode,
+                            report=report, where=where)
+    if compiled.tolerations:
+        merge.tolerations(pod_spec, compiled.tolerations, mode=mode, report=report, where=where)
+    if compiled.affinity_required or compiled.affinity_preferred:
+        merge.pod_terms(pod_spec, "podAffinity", required=compiled.affinity_required,
+                        preferred=compiled.affinity_preferred, mode=mode, report=report, where=where)
+    if compiled.spread is not None or compiled.anti_required or compiled.anti_preferred:
+        _anti_affinity(obj, pod_spec, compiled=compiled, target=target, mode=mode, report=report, cluster=cluster)
+    if compiled.rollout and target.rollout is not None:
+        labels = get_path(obj, target.pod_labels) or {}
+        rollout.apply(obj, target=target, rollout=compiled.rollout, pod_spec=pod_spec, labels=labels,
+                      mode=mode, report=report, cluster=cluster)
+    if compiled.eviction and target.kubevirt:
+        merge.scalar(pod_spec, "evictionStrategy", compiled.eviction, mode=mode, report=report)
+
+
+def _anti_affinity(
+    obj: dict[str, Any],
+    pod_spec: dict[str, Any],
+    *,
+    compiled: compiler.Compiled,
+    target: Target,
+    mode: str,
+    report: Report,
+    cluster: ClusterView | None,
+) -> None:
+    required, preferred = list(compiled.anti_required), list(compiled.anti_preferred)
+    spread = compiled.spread
+    present = (pod_spec.get("affinity") or {}).get("podAntiAffinity")
+    term = None
+    if spread is not None and not target.self_spread:
+        report.warn(f"no self anti-affinity: a {target.kind} runs one pod per node")
+    elif spread is not None and not (mode == merge.KEEP and present):
+        term = _spread_term(obj, spread, target=target, report=report)
+        if spread.mode == "preferred":
+            preferred.insert(0, {"weight": spread.weight, "podAffinityTerm": term})
+        else:
+            if rollout.scope_spread(obj, target=target, rollout=compiled.rollout, pod_spec=pod_spec,
+                                    topology_key=spread.topology_key, cluster=cluster):
+                term["matchLabelKeys"] = sorted({*term.get("matchLabelKeys", ()), rollout.REVISION_KEY})
+            required.insert(0, term)
+    merge.pod_terms(pod_spec, "podAntiAffinity", required=required, preferred=preferred, mode=mode,
+                    report=report, where=".".join(target.pod_spec or ()))
+    if spread is not None and term is not None and spread.mode == "required":
+        _check_domains(obj, pod_spec, topology_key=spread.topology_key, report=report, cluster=cluster)
+
+
+def _check_domains(
+    obj: Mapping[str, Any], pod_spec: Mapping[str, Any], *, topology_key: str, report: Report,
+    cluster: ClusterView | None,
+) -> None:
+    """SPEC 4.4: required spread over fewer eligible domains than replicas leaves pods Pending."""
+    if cluster is None:
+        return
+    replicas = (obj.get("spec") or {}).get("replicas")
+    replicas = replicas if isinstance(replicas, int) else 1
+    domains = rollout.eligible_domains(pod_spec, cluster.nodes(), topology_key)
+    if domains < replicas:
+        report.warn(f"required spread: {replicas} replicas but {domains} eligible {topology_key} domains")
+
+
+def _spread_term(obj: dict[str, Any], spread: compiler.Spread, *, target: Target, report: Report) -> dict[str, Any]:
+    selector = compiler.copy_json(spread.label_selector) if spread.label_selector else None
+    if selector is None:
+        selector = workload_selector(obj, target) or _group_selector(obj, target, report)
+    term: dict[str, Any] = {"labelSelector": selector, "topologyKey": spread.topology_key}
+    if spread.match_label_keys:
+        term["matchLabelKeys"] = list(spread.match_label_keys)
+    return term
+
+
+def workload_selector(obj: Mapping[str, Any], target: Target) -> dict[str, Any] | None:
+    """The selector that picks this workload's own pods (SPEC 2), or None when it has no
+    usable label.
+
+    ``spec.selector`` where the kind has one (immutable, a subset of the pod labels),
+    otherwise the pod labels; keys that change per revision or are stamped by controllers
+    (``targets.VOLATILE_LABELS``) are left out either way, or replicas of two revisions
+    would stop repelling each other.
+    """
+    sel = get_path(obj, target.selector) if target.selector else None
+    if isinstance(sel, dict):
+        labels = {k: v for k, v in (sel.get("matchLabels") or {}).items() if k not in VOLATILE_LABELS}
+        exprs = [e for e in sel.get("matchExpressions") or () if e.get("key") not in VOLATILE_LABELS]
+        if labels or exprs:
+            out: dict[str, Any] = {}
+            if labels:
+                out["matchLabels"] = labels
+            if exprs:
+                out["matchExpressions"] = compiler.copy_json(exprs)
+            return out
+    pod_labels = get_path(obj, target.pod_labels)
+    if isinstance(pod_labels, dict):
+        labels = {k: v for k, v in pod_labels.items() if k not in VOLATILE_LABELS}
+        if labels:
+            return {"matchLabels": labels}
+    return None
+
+
+def _group_selector(obj: dict[str, Any], target: Target, report: Report) -> dict[str, Any]:
+    """Label the pods ``placement.novasphere.dev/group: <name>`` and select on that."""
+    value = group_value(obj.get("metadata") or {})
+    container: dict[str, Any] = obj
+    for key in target.pod_labels:
+        container = merge.ensure(container, key)
+    if container.get(LABEL_GROUP) != value:
+        container[LABEL_GROUP] = value
+        report.changed = True
+        report.warn(f"pods had no usable label: added {LABEL_GROUP}={value}")
+    return {"matchLabels": {LABEL_GROUP: value}}
+
+
+_LABEL_VALUE_EDGES = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
+
+
+def group_value(metadata: Mapping[str, Any]) -> str:
+    """The object's name, or its ``generateName`` stem, as a valid label value (<= 63
+    characters, alphanumeric at both ends)."""
+    raw = str(metadata.get("name") or metadata.get("generateName") or "")
+    value = _LABEL_VALUE_EDGES.sub("", re.sub(r"[^A-Za-z0-9._-]", "-", raw)[:63])
+    if not value:
+        raise PlacementError("the object has neither a name nor a generateName to group its pods by")
+    return value

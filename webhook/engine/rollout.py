@@ -1,0 +1,264 @@
+"""Rolling-update settings that never deadlock a rollout (SPEC 3.4).
+
+A surge pod cannot schedule when the Deployment has *required* self anti-affinity on a
+topology key and every eligible domain already runs a replica. ``decide`` applies the
+rules in order:
+
+1. no required self anti-affinity: maxSurge 1, maxUnavailable 0;
+2. the cluster view shows more eligible domains than replicas: maxSurge 1, maxUnavailable 0;
+3. otherwise maxSurge 0, maxUnavailable 1; or, when the cluster honours ``matchLabelKeys``,
+   the engine scopes its own spread term to one revision (``pod-template-hash``), after
+   which old and new pods no longer repel each other and rule 1 holds.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from webhook.cluster.view import ClusterView, node_eligible
+from webhook.engine.merge import KEEP, MERGE, REPLACE, Report, ensure, mapping, scalar
+from webhook.kube.kinds import Target, get_path
+
+API_DEFAULT = "25%"  # the Deployment defaults for maxSurge and maxUnavailable
+REVISION_KEY = "pod-template-hash"
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+@dataclass(frozen=True)
+class Decision:
+    max_surge: int | str
+    max_unavailable: int | str
+    reason: str
+    rule: int = 1  # the SPEC 3.4 rule that decided
+
+
+# --- label selectors ------------------------------------------------------------------
+
+
+def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, Any]) -> bool:
+    """metav1.LabelSelector semantics; a null selector in a pod affinity term selects no pod,
+    an empty one every pod."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or ():
+        have = labels.get(expr.get("key"))
+        values = expr.get("values") or ()
+        op = expr.get("operator")
+        ok = {
+            "In": have is not None and have in values,
+            "NotIn": have is None or have not in values,
+            "Exists": have is not None,
+            "DoesNotExist": have is None,
+        }.get(str(op), False)
+        if not ok:
+            return False
+    return True
+
+
+def _covers_own_namespace(term: Mapping[str, Any], namespace: str | None) -> bool:
+    # Empty namespaces and no namespaceSelector mean "the pod's own namespace". A
+    # namespaceSelector may or may not select it; assume it does (the cautious answer).
+    names = term.get("namespaces") or []
+    if not names or term.get("namespaceSelector") is not None:
+        return True
+    return namespace in names
+
+
+def blocking_self_terms(
+    pod_spec: Mapping[str, Any], labels: Mapping[str, Any], namespace: str | None
+) -> list[Mapping[str, Any]]:
+    """Required anti-affinity terms that make a pod repel the other replicas of its own
+    workload, old revision included (terms scoped by ``pod-template-hash`` do not)."""
+    anti = ((pod_spec.get("affinity") or {}).get("podAntiAffinity") or {}).get(REQUIRED) or []
+    return [
+        t
+        for t in anti
+        if isinstance(t, dict)
+        and selects(t.get("labelSelector"), labels)
+        and _covers_own_namespace(t, namespace)
+        and REVISION_KEY not in (t.get("matchLabelKeys") or ())
+    ]
+
+
+def eligible_domains(pod_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], topology_key: str) -> int:
+    """Distinct values of ``topology_key`` over the nodes the pod may run on. Nodes without
+    the key are not counted, which can only make the answer more cautious."""
+    domains = set()
+    for node in nodes:
+        value = ((node.get("metadata") or {}).get("labels") or {}).get(topology_key)
+        if value is not None and node_eligible(pod_spec, node):
+            domains.add(value)
+    return len(domains)
+
+
+def room_to_surge(
+    pod_spec: Mapping[str, Any], *, topology_keys: Sequence[str], replicas: int, cluster: ClusterView | None
+) -> bool:
+    """Rule 2: the cluster view shows more eligible domains than replicas for every key."""
+    if cluster is None:
+        return False
+    nodes = cluster.nodes()
+    return all(eligible_domains(pod_spec, nodes, key) > replicas for key in topology_keys)
+
+
+def replicas_of(obj: Mapping[str, Any], target: Target) -> int:
+    parent = get_path(obj, target.rollout[:-1]) if target.rollout else None
+    value = (parent or {}).get("replicas")
+    return value if isinstance(value, int) else 1  # the API default
+
+
+def decide(
+    *,
+    pod_spec: Mapping[str, Any],
+    labels: Mapping[str, Any],
+    namespace: str | None,
+    replicas: int,
+    cluster: ClusterView | None,
+) -> Decision:
+    blocking = blocking_self_terms(pod_spec, labels, namespace)
+    if not blocking:
+        return Decision(1, 0, "no required self anti-affinity across revisions")
+    keys = sorted({str(t.get("topologyKey")) for t in blocking})
+    if room_to_surge(pod_spec, topology_keys=keys, replicas=replicas, cluster=cluster):
+        return Decision(1, 0, f"more eligible {keys[0]} domains than replicas", rule=2)
+    why = "no cluster view" if cluster is None else f"not enough {keys[0]} domains"
+    return Decision(0, 1, f"required self anti-affinity, {why}", rule=3)
+
+
+def safe_values(decision: Decision, rollout: Mapping[str, Any]) -> Decision:
+    """The policy's own maxSurge/maxUnavailable in safe mode, where they cannot deadlock.
+
+    Rule 1 (no required self anti-affinity): any surge can schedule, so the policy's values
+    stand. Rule 2 proves room for exactly one surge pod, so maxSurge stays 1 and only the
+    policy's maxUnavailable is taken. Rule 3 overrides both: no surge at all.
+    """
+    surge, unavailable = rollout.get("maxSurge"), rollout.get("maxUnavailable")
+    if decision.rule == 3:
+        return decision
+    if decision.rule == 1 and surge is not None:
+        decision = replace(decision, max_surge=surge)
+    if unavailable is not None:
+        decision = replace(decision, max_unavailable=unavailable)
+    return decision
+
+
+# --- writing the strategy -------------------------------------------------------------
+
+
+def _is_zero(value: Any) -> bool:
+    return value in (0, "0", "0%")
+
+
+def _user_set(strategy: Mapping[str, Any] | None) -> bool:
+    """Whether the strategy differs from what the API server defaults it to."""
+    if not strategy:
+        return False
+    if strategy.get("type") not in (None, "RollingUpdate"):
+        return True
+    ru = strategy.get("rollingUpdate") or {}
+    return any(ru.get(k) not in (None, API_DEFAULT) for k in ("maxSurge", "maxUnavailable"))
+
+
+def apply(
+    obj: dict[str, Any],
+    *,
+    target: Target,
+    rollout: Mapping[str, Any] | None,
+    pod_spec: Mapping[str, Any],
+    labels: Mapping[str, Any],
+    mode: str,
+    report: Report,
+    cluster: ClusterView | None,
+) -> None:
+    """Write the policy's rollout into the object's strategy (Deployments)."""
+    if not rollout or target.rollout is None:
+        return
+    parent = get_path(obj, target.rollout[:-1])
+    if not isinstance(parent, dict):
+        return
+    where = "/".join(target.rollout[:-1])
+    strategy = mapping(parent, target.rollout[-1], where=where)
+    if strategy and strategy.get("type") == "Recreate":
+        report.warn("rollout: strategy Recreate left alone")
+        return
+    if rollout.get("minReadySeconds") is not None:
+        # The API server omits a zero minReadySeconds, so in a review "absent" covers the
+        # default; a 0 written in a manifest is a choice like any other value.
+        scalar(parent, "minReadySeconds", rollout["minReadySeconds"], mode=mode, report=report)
+    if mode == KEEP and _user_set(strategy):
+        return
+    if rollout.get("mode", "safe") == "safe":
+        meta = obj.get("metadata") or {}
+        decision = decide(
+            pod_spec=pod_spec,
+            labels=labels,
+            namespace=meta.get("namespace"),
+            replicas=replicas_of(obj, target),
+            cluster=cluster,
+        )
+        decision = safe_values(decision, rollout)
+        wanted = {"maxSurge": decision.max_surge, "maxUnavailable": decision.max_unavailable}
+        report.warn(f"rollout: maxSurge {decision.max_surge}, maxUnavailable {decision.max_unavailable}"
+                    f" ({decision.reason})")
+    else:
+        wanted = {k: rollout[k] for k in ("maxSurge", "maxUnavailable") if rollout.get(k) is not None}
+    _write(parent, target.rollout[-1], strategy, wanted, mode=mode, report=report)
+
+
+def _write(
+    parent: dict[str, Any],
+    key: str,
+    strategy: dict[str, Any] | None,
+    wanted: Mapping[str, Any],
+    *,
+    mode: str,
+    report: Report,
+) -> None:
+    current = dict((strategy or {}).get("rollingUpdate") or {})
+    result = dict(current)
+    for name, value in wanted.items():
+        have = current.get(name)
+        if mode == REPLACE or have is None or have == API_DEFAULT:
+            result[name] = value
+        elif have != value and mode == MERGE:
+            report.warn(f"rollout: {name} {have} kept (a user's choice)")
+    surge, unavailable = result.get("maxSurge", API_DEFAULT), result.get("maxUnavailable", API_DEFAULT)
+    if _is_zero(surge) and _is_zero(unavailable):
+        # The API rejects both zero; the user's value stays and ours gives way.
+        report.warn("rollout: left as is, maxSurge and maxUnavailable would both be 0")
+        return
+    if result == current:
+        return
+    ensure(ensure(parent, key), "rollingUpdate").update(result)
+    report.changed = True
+
+
+def scope_spread(
+    obj: Mapping[str, Any],
+    *,
+    target: Target,
+    rollout: Mapping[str, Any] | None,
+    pod_spec: Mapping[str, Any],
+    topology_key: str,
+    cluster: ClusterView | None,
+) -> bool:
+    """Rule 3's second form: whether the engine's required spread term should carry
+    ``matchLabelKeys: [pod-template-hash]`` so a surge pod only repels its own revision.
+
+    Only when the cluster is known to honour matchLabelKeys (Kubernetes >= 1.31 by
+    default; an older API server drops the field and the term would repel every revision)
+    and rule 2 does not already allow a surge.
+    """
+    if not rollout or rollout.get("mode", "safe") != "safe" or target.rollout is None:
+        return False
+    if cluster is None or cluster.supports_match_label_keys() is not True:
+        return False
+    strategy = get_path(obj, target.rollout)
+    if isinstance(strategy, dict) and strategy.get("type") == "Recreate":
+        return False
+    replicas = replicas_of(obj, target)
+    return not room_to_surge(pod_spec, topology_keys=[topology_key], replicas=replicas, cluster=cluster)

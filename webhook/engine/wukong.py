@@ -1,0 +1,229 @@
+"""Placement for Wukong objects, written into their native scheduling API (SPEC 3.6).
+
+Wukong (``vm.novasphere.dev/v1alpha1``) has no pod spec. Its API:
+
+```yaml
+spec:
+  scheduling:
+    nodeAffinity:     {required: [NodeSelectorTerm], preferred: [{weight, preference}]}
+    nodeAntiAffinity: {required: [NodeSelectorTerm], preferred: [{weight, preference}]}
+    resourceAffinity: {preferredCPU: {weight, threshold}, preferredMemory: ...,
+                       preferredStorage: ..., requiredResources: [{resourceType, minAvailable}]}
+    schedulingPolicy: {schedulerName, preemptionPolicy, priorityClassName}
+  highAvailability:
+    antiAffinity: true
+    nodeSelector: kubernetes.io/hostname     # the topology key replicas are spread over
+```
+
+Mapping decisions:
+- ``nodeAntiAffinity`` is native, so the policy's anti terms are written as they are (no
+  negation); Wukong avoids nodes matching any required term, so adding terms is additive.
+- ``resources`` are native too (``resourceAffinity``), not compiled to label terms.
+- ``nodeSelector`` and ``capacity`` become requirements of ``nodeAffinity`` (``k In [v]``):
+  Wukong has no nodeSelector of its own.
+- ``priorityClassName`` goes with the other scheduling scalars in ``schedulingPolicy``,
+  where Wukong's controller copies it to the pods it runs; the preemptionPolicy rule of
+  SPEC 3.2 applies as for pods, since those pods meet the same Priority admission plugin.
+- spread (required or preferred) sets the legacy ``highAvailability`` pair.
+- tolerations, pod affinity, advanced anti-affinity terms and rollout have no Wukong
+  equivalent: they are skipped with a warning.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook.engine import fragments as compiler
+from webhook.engine import merge
+from webhook.engine import scheduling as scheduling_rules
+from webhook.cluster.view import ClusterView
+from webhook.engine.fragments import Term
+from webhook.engine.merge import KEEP, REPLACE, Report
+from webhook.policy.policyset import Policy
+
+CACHE_KEY = "engine.wukong"
+# The subtrees ``apply`` edits in place (see ``engine.written_paths``).
+WRITES = (("spec", "scheduling"), ("spec", "highAvailability"))
+_RESOURCE_PREFS = ("preferredCPU", "preferredMemory", "preferredStorage")
+
+
+@dataclass(frozen=True)
+class Native:
+    """What one policy writes into a Wukong object, compiled once per policy."""
+
+    required: list[Term] | None = None
+    preferred: list[Term] = field(default_factory=list)
+    anti_required: list[Term] = field(default_factory=list)
+    anti_preferred: list[Term] = field(default_factory=list)
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    unsupported: tuple[str, ...] = ()
+
+
+def native(policy: Policy) -> Native:
+    cached = policy.cache.get(CACHE_KEY)
+    if cached is None:
+        cached = policy.cache[CACHE_KEY] = _compile(policy.spec.get("placement") or {})
+    return cached  # type: ignore[no-any-return]
+
+
+def _compile(placement: Mapping[str, Any]) -> Native:
+    groups: list[list[Term]] = []
+    affinity = placement.get("nodeAffinity") or {}
+    if affinity.get("required"):
+        groups.append([compiler.copy_json(t) for t in affinity["required"]])
+    selector = placement.get("nodeSelector") or {}
+    if selector:
+        exprs = [{"key": k, "operator": "In", "values": [str(v)]} for k, v in selector.items()]
+        groups.append([{"matchExpressions": exprs}])
+    capacity = placement.get("capacity") or {}
+    prov = compiler.provider(capacity) if capacity else {}
+    if capacity.get("require"):
+        groups.append([{"matchExpressions": [compiler.capacity_requirement(prov, capacity["require"])]}])
+    preferred = [compiler.copy_json(t) for t in affinity.get("preferred") or ()]
+    if capacity.get("prefer"):
+        expr = compiler.capacity_requirement(prov, capacity["prefer"])
+        preferred.append({"weight": capacity.get("weight", 50), "preference": {"matchExpressions": [expr]}})
+    anti = placement.get("nodeAntiAffinity") or {}
+    return Native(
+        required=compiler.and_dnf(groups) if groups else None,
+        preferred=compiler.dedupe(preferred, compiler.preferred_key),
+        anti_required=[compiler.copy_json(t) for t in anti.get("required") or ()],
+        anti_preferred=[compiler.copy_json(t) for t in anti.get("preferred") or ()],
+        resources=compiler.copy_json(dict(placement.get("resources") or {})),
+        unsupported=_unsupported(placement, prov),
+    )
+
+
+def _unsupported(placement: Mapping[str, Any], prov: Mapping[str, Any]) -> tuple[str, ...]:
+    anti = placement.get("podAntiAffinity") or {}
+    capacity = placement.get("capacity") or {}
+    skipped = [
+        name
+        for name, present in (
+            ("tolerations", placement.get("tolerations")),
+            ("podAffinity", placement.get("podAffinity")),
+            ("podAntiAffinity.terms", anti.get("terms")),
+            ("podAntiAffinity.labelSelector", anti.get("labelSelector")),
+            ("podAntiAffinity.matchLabelKeys", anti.get("matchLabelKeys")),
+            ("the spot toleration", prov.get("toleration") and "spot" in (capacity.get("prefer"), capacity.get("require"))),
+        )
+        if present
+    ]
+    return tuple(skipped)
+
+
+def apply(
+    obj: dict[str, Any], *, policy: Policy, compiled: compiler.Compiled, report: Report, cluster: ClusterView | None
+) -> None:
+    """Write the policy into ``spec.scheduling`` / ``spec.highAvailability``."""
+    spec = merge.mapping(obj, "spec", where="")
+    if spec is None:
+        raise merge.PlacementError("Wukong object has no spec")
+    mode = policy.on_conflict
+    fragments = native(policy)
+    for name in fragments.unsupported:
+        report.warn(f"{name} skipped: Wukong has no equivalent")
+    existing = merge.mapping(spec, "scheduling", where="spec")
+    scheduling = existing if existing is not None else {}
+    _node_affinity(scheduling, fragments, mode=mode, report=report)
+    _anti_affinity(scheduling, fragments, mode=mode, report=report)
+    _resources(scheduling, fragments.resources, mode=mode, report=report)
+    if compiled.scheduling:
+        block = merge.mapping(scheduling, "schedulingPolicy", where="spec.scheduling")
+        fresh = block if block is not None else {}
+        scheduling_rules.apply(fresh, compiled.scheduling, mode=mode, report=report, cluster=cluster)
+        if block is None and fresh:
+            scheduling["schedulingPolicy"] = fresh
+    if existing is None and scheduling:
+        spec["scheduling"] = scheduling
+    if compiled.spread is not None:
+        _high_availability(spec, compiled.spread, mode=mode, report=report)
+
+
+def _node_affinity(scheduling: dict[str, Any], fragments: Native, *, mode: str, report: Report) -> None:
+    if fragments.required is None and not fragments.preferred:
+        return
+    current = merge.mapping(scheduling, "nodeAffinity", where="spec.scheduling")
+    if mode == KEEP and current:
+        return
+    wanted: dict[str, Any] = {}
+    if fragments.required is not None:
+        wanted["required"] = compiler.copy_json(fragments.required)
+    if fragments.preferred:
+        wanted["preferred"] = compiler.copy_json(fragments.preferred)
+    if mode == REPLACE or not current:
+        if current != wanted:
+            scheduling["nodeAffinity"] = wanted
+            report.changed = True
+        return
+    terms = merge.sequence(current, "required", where="spec.scheduling.nodeAffinity")
+    if fragments.required is not None:
+        combined = merge.and_into(terms, fragments.required) if terms else wanted["required"]
+        if combined is not None:
+            current["required"] = combined
+            report.changed = True
+    _append(current, "preferred", fragments.preferred, compiler.preferred_key, report)
+
+
+def _append(
+    container: dict[str, Any], key: str, items: list[Term], key_fn: Any, report: Report,
+    bucket: Any = merge.weight_bucket,
+) -> None:
+    if not items:
+        return
+    have = merge.sequence(container, key, where=key)
+    if have is None:
+        container[key] = compiler.copy_json(items)
+        report.changed = True
+    elif merge.append_missing(have, items, key_fn, bucket):
+        report.changed = True
+
+
+def _anti_affinity(scheduling: dict[str, Any], fragments: Native, *, mode: str, report: Report) -> None:
+    if not fragments.anti_required and not fragments.anti_preferred:
+        return
+    current = merge.mapping(scheduling, "nodeAntiAffinity", where="spec.scheduling")
+    if mode == KEEP and current:
+        return
+    if mode == REPLACE or not current:
+        wanted: dict[str, Any] = {}
+        if fragments.anti_required:
+            wanted["required"] = compiler.copy_json(fragments.anti_required)
+        if fragments.anti_preferred:
+            wanted["preferred"] = compiler.copy_json(fragments.anti_preferred)
+        if current != wanted:
+            scheduling["nodeAntiAffinity"] = wanted
+            report.changed = True
+        return
+    _append(current, "required", fragments.anti_required, compiler.term_key, report)
+    _append(current, "preferred", fragments.anti_preferred, compiler.preferred_key, report)
+
+
+def _resources(scheduling: dict[str, Any], resources: Mapping[str, Any], *, mode: str, report: Report) -> None:
+    if not resources:
+        return
+    current = merge.mapping(scheduling, "resourceAffinity", where="spec.scheduling")
+    if mode == KEEP and current:
+        return
+    if mode == REPLACE or not current:
+        if current != dict(resources):
+            scheduling["resourceAffinity"] = compiler.copy_json(dict(resources))
+            report.changed = True
+        return
+    for name in _RESOURCE_PREFS:
+        if name in resources:
+            merge.scalar(current, name, compiler.copy_json(resources[name]), mode=mode, report=report)
+    required = list(resources.get("requiredResources") or ())
+    _append(current, "requiredResources", required, merge.canonical, report, merge.key_bucket)
+
+
+def _high_availability(spec: dict[str, Any], spread: compiler.Spread, *, mode: str, report: Report) -> None:
+    current = merge.mapping(spec, "highAvailability", where="spec")
+    if mode == KEEP and current:
+        return
+    block = current if current is not None else {}
+    merge.scalar(block, "antiAffinity", True, mode=mode, report=report)
+    merge.scalar(block, "nodeSelector", spread.topology_key, mode=mode, report=report)
+    if current is None and block:
+        spec["highAvailability"] = block

@@ -1,0 +1,235 @@
+"""Kubernetes-shaped pieces of a policy: label selectors, node terms, pod affinity terms,
+tolerations. Each follows the API server's own validation (pkg/apis/core/validation), so
+whatever the engine writes from them is accepted by the API server.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic.alias_generators import to_camel
+
+from webhook.kube import names as kubenames
+from webhook.policy.types import (
+    DnsLabel,
+    FieldValue,
+    LabelKey,
+    LabelValue,
+    Weight,
+    fail,
+)
+
+__all__ = [
+    "LabelSelector",
+    "Model",
+    "NodeAffinity",
+    "NodeAntiAffinity",
+    "NodeTerm",
+    "PodAffinity",
+    "PodAffinityTerm",
+    "Toleration",
+]
+
+
+class Model(BaseModel):
+    """Base of every policy model: camelCase fields, unknown fields rejected."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False)
+
+
+def _check_values(operator: str, values: list[str] | None, *, ordered: bool) -> None:
+    """The value-count rules Kubernetes applies to selector requirements."""
+    count = len(values or ())
+    if operator in ("In", "NotIn") and count == 0:
+        fail(f"operator {operator} needs at least one value", at=["values"])
+    if operator in ("Exists", "DoesNotExist") and values is not None:
+        fail(f"operator {operator} takes no values; remove 'values'", at=["values"])
+    if ordered and operator in ("Gt", "Lt"):
+        if count != 1:
+            fail(f"operator {operator} needs exactly one value, an integer", at=["values"])
+        first = (values or [""])[0]
+        try:
+            int(first, 10)
+        except ValueError:
+            fail(f"operator {operator} compares integers; {first!r} is not one", at=["values", 0])
+
+
+class Requirement(Model):
+    """A label selector requirement (metav1.LabelSelectorRequirement)."""
+
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[LabelValue] | None = None
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> Requirement:
+        _check_values(self.operator, self.values, ordered=False)
+        return self
+
+
+class LabelSelector(Model):
+    """A Kubernetes label selector; an empty selector selects everything."""
+
+    match_labels: dict[LabelKey, LabelValue] | None = None
+    match_expressions: list[Requirement] | None = None
+
+    def keys(self) -> set[str]:
+        return set(self.match_labels or ()) | {r.key for r in self.match_expressions or ()}
+
+
+class NodeRequirement(Model):
+    """A node selector requirement on node labels (``matchExpressions``)."""
+
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[LabelValue] | None = None
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> NodeRequirement:
+        _check_values(self.operator, self.values, ordered=True)
+        return self
+
+
+class FieldRequirement(Model):
+    """A node selector requirement on node fields (``matchFields``): the node name only."""
+
+    key: str
+    operator: str
+    values: list[FieldValue] | None = None
+
+    @model_validator(mode="after")
+    def _only_node_name(self) -> FieldRequirement:
+        # Kubernetes supports exactly this form for node field selectors.
+        if self.key != "metadata.name":
+            fail(f"matchFields supports only key 'metadata.name', not {self.key!r}", at=["key"])
+        if self.operator not in ("In", "NotIn"):
+            fail(f"matchFields supports only operators In and NotIn, not {self.operator!r}", at=["operator"])
+        if len(self.values or ()) != 1:
+            fail(f"matchFields with {self.operator} needs exactly one value, a node name", at=["values"])
+        error = kubenames.dns_subdomain_error((self.values or [""])[0])
+        if error:
+            fail(f"node name {error}", at=["values", 0])
+        return self
+
+
+class NodeTerm(Model):
+    """A NodeSelectorTerm: its requirements are ANDed."""
+
+    match_expressions: list[NodeRequirement] | None = None
+    match_fields: list[FieldRequirement] | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> NodeTerm:
+        if not self.requirement_count():
+            fail("a term needs matchExpressions or matchFields (an empty term matches no node)")
+        return self
+
+    def requirement_count(self) -> int:
+        return len(self.match_expressions or ()) + len(self.match_fields or ())
+
+
+class PreferredNodeTerm(Model):
+    """A PreferredSchedulingTerm."""
+
+    weight: Weight
+    preference: NodeTerm
+
+
+class NodeAffinity(Model):
+    """Nodes to run on: ``required`` terms are ORed, ``preferred`` terms add score."""
+
+    required: list[NodeTerm] | None = Field(None, min_length=1)
+    preferred: list[PreferredNodeTerm] | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _something_set(self) -> NodeAffinity:
+        if not self.required and not self.preferred:
+            fail("set 'required' or 'preferred'")
+        return self
+
+
+class NodeAntiAffinity(NodeAffinity):
+    """Nodes to avoid; compiled to node affinity by negating each expression."""
+
+    @model_validator(mode="after")
+    def _preferred_terms_are_single(self) -> NodeAntiAffinity:
+        for i, term in enumerate(self.preferred or ()):
+            if term.preference.requirement_count() != 1:
+                fail(
+                    "a preferred nodeAntiAffinity term must hold exactly one expression: avoiding "
+                    "nodes that match A AND B means preferring NOT A OR NOT B, which one preferred "
+                    "term cannot express; write one term per expression",
+                    at=["preferred", i, "preference"],
+                )
+        return self
+
+
+class PodAffinityTerm(Model):
+    """Kubernetes' PodAffinityTerm."""
+
+    label_selector: LabelSelector | None = None
+    namespaces: list[DnsLabel] | None = None
+    namespace_selector: LabelSelector | None = None
+    topology_key: LabelKey
+    match_label_keys: list[LabelKey] | None = None
+    mismatch_label_keys: list[LabelKey] | None = None
+
+    @model_validator(mode="after")
+    def _label_keys_consistent(self) -> PodAffinityTerm:
+        check_label_keys(self.label_selector, self.match_label_keys, self.mismatch_label_keys)
+        return self
+
+
+def check_label_keys(
+    selector: LabelSelector | None, match: list[str] | None, mismatch: list[str] | None
+) -> None:
+    """The API server's rules for matchLabelKeys / mismatchLabelKeys."""
+    if (match or mismatch) and selector is None:
+        field = "matchLabelKeys" if match else "mismatchLabelKeys"
+        fail(f"{field} needs a labelSelector to refine", at=[field])
+    both = set(match or ()) & set(mismatch or ())
+    if both:
+        fail(f"{min(both)!r} is in both matchLabelKeys and mismatchLabelKeys", at=["mismatchLabelKeys"])
+    in_selector = set(match or ()) & (selector.keys() if selector else set())
+    if in_selector:
+        fail(f"{min(in_selector)!r} is in both matchLabelKeys and labelSelector", at=["matchLabelKeys"])
+
+
+class WeightedPodAffinityTerm(Model):
+    """Kubernetes' WeightedPodAffinityTerm."""
+
+    weight: Weight
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(Model):
+    """Pod (anti-)affinity terms in Kubernetes' own shape."""
+
+    required: list[PodAffinityTerm] | None = Field(None, min_length=1)
+    preferred: list[WeightedPodAffinityTerm] | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _something_set(self) -> PodAffinity:
+        if not self.required and not self.preferred:
+            fail("set 'required' or 'preferred'")
+        return self
+
+
+class Toleration(Model):
+    """Kubernetes' Toleration, with the API server's rules (ValidateTolerations)."""
+
+    key: LabelKey | None = None
+    operator: Literal["Equal", "Exists"] | None = None
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: StrictInt | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Toleration:
+        if not self.key and self.operator != "Exists":
+            fail("a toleration without a key must use operator Exists (it tolerates every taint)", at=["operator"])
+        if self.operator == "Exists" and self.value:
+            fail("operator Exists takes no value; remove 'value' or use operator Equal", at=["value"])
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            fail("tolerationSeconds applies only to effect NoExecute", at=["tolerationSeconds"])
+        return self

@@ -1,0 +1,314 @@
+"""The admission server: aiohttp composition, routes, TLS and metrics sites, graceful shutdown.
+
+Two applications share one ``State``: the TLS app (``/mutate`` and the probes) and the
+plain-HTTP metrics app (``/metrics`` and the probes). The ``/mutate`` handler does transport
+only: it reads the body, maps a bad review to HTTP 400 (the one place errors become HTTP
+statuses) and hands the request to ``admission.admit``, the function the dry-run CLI and the
+policy test suites call too.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from webhook.engine import admission
+
+from webhook.server import logs
+
+from webhook.engine import review
+from webhook.server.certs import CertificateSource
+from webhook.server.metrics import CONTENT_TYPE, RESULT_INVALID, Metrics
+from webhook.policy.policyset import PolicySet
+from webhook.server.reload import DEFAULT_INTERVAL, PolicySource, every
+from webhook.kube.kinds import BUILTIN, Targets
+
+log = logging.getLogger(__name__)
+review_log = logging.getLogger(logs.REVIEW_LOGGER)
+
+# An UPDATE review carries object and oldObject, each up to the API server's 3 MiB (SPEC 4.2).
+MAX_BODY = 7 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything the server needs; ``serve`` builds it from flags and the environment."""
+
+    policies: tuple[Path, ...]
+    tls_cert: Path
+    tls_key: Path
+    client_ca: Path | None = None
+    host: str = "0.0.0.0"
+    port: int = 8443
+    metrics_port: int = 8080
+    shutdown_grace: float = 30.0
+    reload_interval: float = DEFAULT_INTERVAL
+    targets: Targets = field(default=BUILTIN, repr=False)
+
+
+class State:
+    """What the handlers share: certificate and policy sources, metrics, the shutdown flag."""
+
+    def __init__(self, config: ServerConfig, *, metrics: Metrics | None = None) -> None:
+        self.config = config
+        self.certs = CertificateSource(cert_file=config.tls_cert, key_file=config.tls_key, client_ca=config.client_ca)
+        self.policies = PolicySource(config.policies, targets=config.targets)
+        self.metrics = metrics if metrics is not None else Metrics()
+        self.shutting_down = False
+        # Reviews being read or answered (requests are unhashable): id -> their connection.
+        self.in_flight: dict[int, asyncio.Transport | None] = {}
+        self._quiet = asyncio.Event()  # set while nothing is in flight
+        self._quiet.set()
+        self._empty = PolicySet(targets=config.targets)
+
+    def begin(self, request: web.BaseRequest) -> None:
+        self.in_flight[id(request)] = request.transport
+        self._quiet.clear()
+
+    def end(self, request: web.BaseRequest) -> None:
+        self.in_flight.pop(id(request), None)
+        if not self.in_flight:
+            self._quiet.set()
+
+    async def quiesce(self, timeout: float) -> bool:
+        """Wait until no review is in flight; False when ``timeout`` ran out first."""
+        try:
+            await asyncio.wait_for(self._quiet.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def not_ready(self) -> list[str]:
+        """Why the server should not receive traffic; empty when ready."""
+        reasons = []
+        if not self.certs.ready:
+            reasons.append("no valid serving certificate loaded")
+        if not self.policies.ready:
+            reasons.append("no valid policy set loaded")
+        if self.shutting_down:
+            reasons.append("shutting down")
+        return reasons
+
+    def policy_set(self) -> PolicySet:
+        current = self.policies.policies
+        return current if current is not None else self._empty
+
+    def reload_certificate(self) -> None:
+        """Poll the certificate files once; count and log what happened."""
+        result = self.certs.poll()
+        if result is None:
+            return
+        self.metrics.certificate_reloads.labels("success" if result else "failure").inc()
+        info = self.certs.info
+        if result and info is not None:
+            self.metrics.certificate_expiry.set(info.expiry_timestamp)
+            log.info("serving certificate loaded", extra={"fields": {"serial": f"{info.serial:x}", "subject": info.subject, "notAfter": info.not_after.isoformat()}})
+        else:
+            log.error("serving certificate not loaded, keeping the previous one", extra={"fields": {"error": self.certs.last_error}})
+
+    async def reload_policies(self) -> None:
+        """Poll the policy files once (in a thread: a large set takes a while to validate)."""
+        result = await asyncio.to_thread(self.policies.poll)
+        if result is None:
+            return
+        self.metrics.policy_reloads.labels("success" if result else "failure").inc()
+        current = self.policies.policies
+        if result and current is not None:
+            self.metrics.policies_loaded.set(len(current))
+            log.info("policy set loaded", extra={"fields": {"policies": len(current), "digest": current.digest()}})
+        else:
+            log.error("policy change rejected, the previous set keeps serving", extra={"fields": {"errors": self.policies.errors[:50]}})
+
+
+STATE = web.AppKey("state", State)
+
+
+def make_app(state: State) -> web.Application:
+    """The TLS application: ``POST /mutate``, ``GET /healthz``, ``GET /readyz``, and the reloaders."""
+    app = web.Application(client_max_size=MAX_BODY)
+    app[STATE] = state
+    app.add_routes([web.post("/mutate", mutate), web.get("/healthz", healthz), web.get("/readyz", readyz)])
+    app.cleanup_ctx.append(reloaders)
+    return app
+
+
+def make_metrics_app(state: State) -> web.Application:
+    """The plain-HTTP application: ``GET /metrics`` and the probes."""
+    app = web.Application()
+    app[STATE] = state
+    app.add_routes([web.get("/metrics", metrics), web.get("/healthz", healthz), web.get("/readyz", readyz)])
+    return app
+
+
+async def reloaders(app: web.Application) -> AsyncIterator[None]:
+    """Load certificate and policies before serving, then poll both until shutdown."""
+    state = app[STATE]
+    state.reload_certificate()
+    await state.reload_policies()
+    interval = state.config.reload_interval
+
+    async def certificate_step() -> None:
+        state.reload_certificate()
+
+    tasks = [
+        asyncio.create_task(every(interval, certificate_step), name="certificate-reloader"),
+        asyncio.create_task(every(interval, state.reload_policies), name="policy-reloader"),
+    ]
+    yield
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+# --- handlers ---------------------------------------------------------------------------------
+
+
+async def mutate(request: web.Request) -> web.Response:
+    """One AdmissionReview in, one out; bad input is a 4xx with a JSON error, never a 500."""
+    state = request.app[STATE]
+    state.begin(request)
+    try:
+        response = await _mutate(request, state)
+    finally:
+        state.end(request)
+    if state.shutting_down:
+        response.force_close()  # no further request on this connection: we are going away
+    return response
+
+
+async def _mutate(request: web.Request, state: State) -> web.Response:
+    started = time.perf_counter()
+    if request.content_type != "application/json":
+        return _reject(state, started, 415, f"Content-Type must be application/json, not {request.content_type!r}")
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        return _reject(state, started, 413, f"body of {request.content_length} bytes is over the {MAX_BODY}-byte limit")
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return _reject(state, started, 413, f"body is over the {MAX_BODY}-byte limit")
+    try:
+        req = review.parse(body)
+    except review.BadReview as exc:
+        return _reject(state, started, 400, str(exc))
+    outcome = _admit(state, req)
+    body, patch_bytes = review.respond_body(req, outcome)
+    seconds = time.perf_counter() - started
+    kind = req.kind if state.config.targets.lookup(req.group, req.kind) else "other"
+    state.metrics.observe_review(
+        kind=kind,
+        operation=req.operation,
+        result=outcome.result,
+        seconds=seconds,
+        applied=outcome.applied,
+        audited=outcome.audited,
+        failed=outcome.failed,
+    )
+    if review_log.isEnabledFor(logging.INFO):
+        logs.info(review_log, "review", review.log_fields(req, outcome, patch_bytes, seconds))
+    return web.Response(body=body, content_type="application/json")
+
+
+def _admit(state: State, req: review.Request) -> admission.Outcome:
+    """``admission.admit``, failing open if it breaks its promise never to raise."""
+    try:
+        outcome = admission.admit(req, policies=state.policy_set())
+    except Exception as exc:
+        log.exception("admission failed; allowing the object unchanged", extra={"fields": {"uid": req.uid}})
+        warning = f"placement-webhook: internal error, object left unchanged: {type(exc).__name__}"
+        return admission.Outcome(
+            object=req.object, patch=[], warnings=[warning], applied=[], audited=[], result="error", error=str(exc)
+        )
+    if not state.policies.ready:
+        outcome.warnings.append("placement-webhook: no valid policy set is loaded; nothing was applied")
+    return outcome
+
+
+def _reject(state: State, started: float, status: int, message: str) -> web.Response:
+    state.metrics.observe_review(kind="", operation="", result=RESULT_INVALID, seconds=time.perf_counter() - started)
+    review_log.warning("review rejected", extra={"fields": {"status": status, "error": message}})
+    return web.json_response({"error": message, "status": status}, status=status)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """Alive: the event loop answers."""
+    return web.Response(text="ok\n")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """Ready: certificate and policies loaded, not shutting down."""
+    reasons = request.app[STATE].not_ready()
+    if reasons:
+        return web.Response(status=503, text="not ready: " + "; ".join(reasons) + "\n")
+    return web.Response(text="ok\n")
+
+
+async def metrics(request: web.Request) -> web.Response:
+    body = request.app[STATE].metrics.render()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+
+# --- running -----------------------------------------------------------------------------------
+
+
+async def serve(config: ServerConfig, *, on_ready: Callable[[State], None] | None = None) -> int:
+    """Serve until SIGTERM or SIGINT, then shut down gracefully; returns the exit code."""
+    state = State(config)
+    # The grace period is spent in ``_drain``; the runner's own timeout only bounds the
+    # cancellation of reviews still unfinished after it.
+    tls = web.AppRunner(make_app(state), shutdown_timeout=1.0, handle_signals=False, access_log=None)
+    plain = web.AppRunner(make_metrics_app(state), shutdown_timeout=1.0, handle_signals=False, access_log=None)
+    await tls.setup()  # runs the reloaders' first load
+    await plain.setup()
+    stop = _stop_on_signals(state)
+    try:
+        await web.TCPSite(plain, config.host, config.metrics_port).start()
+        await web.TCPSite(tls, config.host, config.port, ssl_context=state.certs.context).start()
+        log.info("serving", extra={"fields": {"address": f"{config.host}:{config.port}", "metrics": f"{config.host}:{config.metrics_port}", "notReady": state.not_ready()}})
+        if on_ready is not None:
+            on_ready(state)
+        await stop.wait()
+        log.info("shutting down", extra={"fields": {"graceSeconds": config.shutdown_grace}})
+    finally:
+        state.shutting_down = True
+        await _drain(tls, state, config.shutdown_grace)
+        await tls.cleanup()
+        await plain.cleanup()
+    log.info("stopped")
+    return 0
+
+
+async def _drain(runner: web.AppRunner, state: State, grace: float) -> None:
+    """Stop listening, close idle keep-alive connections, let in-flight reviews finish.
+
+    aiohttp's own shutdown closes every connection first and then ignores bytes still
+    arriving on them, which would cut off a review whose body is still being uploaded;
+    so only connections with nothing in flight are closed here. The metrics port keeps
+    answering (``/readyz`` 503) meanwhile.
+    """
+    for site in list(runner.sites):
+        await site.stop()
+    busy = set(state.in_flight.values())
+    for connection in runner.server.connections if runner.server else []:
+        if connection.transport not in busy:
+            connection.close()
+    if not await state.quiesce(grace):
+        log.warning("grace period over, cutting off reviews in flight", extra={"fields": {"inFlight": len(state.in_flight)}})
+
+
+def _stop_on_signals(state: State) -> asyncio.Event:
+    stop = asyncio.Event()
+
+    def on_signal() -> None:
+        state.shutting_down = True  # /readyz fails from this instant
+        stop.set()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
+    return stop
