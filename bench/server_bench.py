@@ -25,8 +25,6 @@ whatever capped the throughput. On a VM, the share of CPU time the hypervisor st
 printed for the machine and for each of the two CPUs: a stolen slice stalls every server
 alike and shows up in their tails.
 Targets (issue 3): at 10 policies >= 75% of the bare app's throughput; p99 < 5 ms at 500/s.
-The container image runs the compiled build (setup.py); build it in place to measure that:
-    PLACEMENT_WEBHOOK_COMPILE=1 python setup.py build_ext --inplace   (then run with PYTHONPATH=.)
 """
 from __future__ import annotations
 
@@ -249,7 +247,7 @@ def _pinned(cpu: int | None) -> Callable[[], None] | None:
 
 
 def _server_env() -> dict[str, str]:
-    """The checkout on the path: an in-place compiled build keeps mypyc's runtime library there."""
+    """The checkout first on the path, so the servers run this checkout's code."""
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)}
 
@@ -311,14 +309,6 @@ def _bare(tls: Path, json_codec: str = "stdlib") -> tuple[list[str], int, str]:
     argv = [sys.executable, str(ROOT / "bench" / "bare_app.py"), "--port", str(port), "--json", json_codec,
             "--tls-cert", str(tls / "tls.crt"), "--tls-key", str(tls / "tls.key")]
     return argv, port, f"https://127.0.0.1:{port}/readyz"
-
-
-def _build() -> str:
-    """Which build of the engine the servers import: the compiled one the image ships, or
-    the pure-Python source (``PLACEMENT_WEBHOOK_COMPILE=1 python setup.py build_ext --inplace``)."""
-    import webhook
-
-    return "compiled (mypyc)" if webhook.compiled_build() else "pure Python (build in place to measure what the image ships)"
 
 
 def _median(results: list[dict[str, Any]], key: str = "rps") -> dict[str, Any]:
@@ -399,7 +389,6 @@ def orchestrate(args: argparse.Namespace) -> int:
         pinning = f"servers on CPU {SERVER_CPU}, load on CPU {DRIVER_CPU}" if SERVER_CPU is not None else "no pinning"
         print(f"review body: {len(review_body()) / 1024:.1f} KiB, {args.connections} keep-alive connections, "
               f"{args.rounds} interleaved rounds of {args.seconds:g} s, {os.cpu_count()} CPUs ({pinning})")
-        print(f"engine build: {_build()}")
         # Measured in this order every round: the webhook right after the baseline it is
         # compared with, so each round gives a ratio of two runs seconds apart.
         servers = {BASELINE: _bare(tls), WEBHOOK: _webhook(folder, 10, tls), CODEC_BASELINE: _bare(tls, "codec"),

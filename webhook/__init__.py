@@ -12,15 +12,6 @@ ANNOTATION_SKIP = f"{PREFIX}skip"
 LABEL_GROUP = f"{PREFIX}group"
 
 
-def compiled_build() -> bool:
-    """Whether the review path runs compiled by mypyc (``setup.py``) or from its sources."""
-    import importlib.machinery
-
-    from webhook.engine import placement as engine
-
-    return (engine.__file__ or "").endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
-
-
 __all__ = [
     "ANNOTATION_APPLIED",
     "ANNOTATION_SKIP",
@@ -31,5 +22,4 @@ __all__ = [
     "PREFIX",
     "TEST_KIND",
     "__version__",
-    "compiled_build",
 ]

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
 import sys
 import sysconfig
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,13 +90,13 @@ def test_it_is_multi_stage_with_a_builder_and_a_slim_python_311_final_stage(inst
     assert base == "python:3.11-slim" and froms[1] == "${PYTHON_IMAGE}"
 
 
-BUILD_COMMAND = "PLACEMENT_WEBHOOK_COMPILE=1 pip wheel --no-deps --wheel-dir /wheels ."
+BUILD_COMMAND = "pip wheel --no-deps --wheel-dir /wheels ."
 
 
-def test_the_builder_makes_the_compiled_project_wheel_with_pip_wheel(instructions: list[Instruction]) -> None:
+def test_the_builder_makes_the_pure_project_wheel_with_pip_wheel(instructions: list[Instruction]) -> None:
     runs = [i.args for i in instructions if i.stage == 0 and i.command == "RUN"]
     assert BUILD_COMMAND in runs
-    assert any("gcc" in run for run in runs), "mypyc needs a C compiler in the builder stage"
+    assert not any("gcc" in run for run in runs), "the package is pure Python: the builder needs no compiler"
 
 
 def test_the_final_stage_installs_only_wheels_from_the_builder_and_copies_no_source(instructions: list[Instruction]) -> None:
@@ -173,12 +171,10 @@ def wheel(instructions: list[Instruction], tmp_path_factory: pytest.TempPathFact
     context = tmp_path_factory.mktemp("context")
     wheels = tmp_path_factory.mktemp("wheels")
     _builder_context(instructions, context)
-    assignment, *command = shlex.split(BUILD_COMMAND)
-    name, _, value = assignment.partition("=")
-    command = [sys.executable, "-m", *command[:-2], str(wheels), "."]
-    done = _run(command, cwd=context, env={**os.environ, name: value})
-    if done.returncode and re.search(r"(?i)connection|resolve|network|index", done.stdout + done.stderr):
-        pytest.skip("building the wheel needs setuptools>=68, wheel and mypy from the package index (or PIP_FIND_LINKS)")
+    # As the builder runs it: a pip with build isolation, in a context holding only what the
+    # Dockerfile copies (setuptools and wheel come from the package index, as in the image).
+    command = [sys.executable, "-m", *shlex.split(BUILD_COMMAND)[:-2], str(wheels), "."]
+    done = _run(command, cwd=context, env=_isolated_env())
     assert done.returncode == 0, done.stdout + done.stderr
     (built,) = wheels.glob("placement_webhook-*.whl")
     return built
@@ -191,8 +187,8 @@ def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     venv = tmp_path_factory.mktemp("venv")
     assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=venv).returncode == 0
     python = venv / "bin" / "python"
-    # Isolated from PYTHONPATH: a checkout on it (the compiled in-place build) holds the
-    # project's own metadata, and pip would take the wheel as installed already.
+    # Isolated from PYTHONPATH: a checkout on it holds the project's own metadata, and pip
+    # would take the wheel as installed already.
     done = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)],
                 cwd=venv, env=_isolated_env())
     assert done.returncode == 0, done.stdout + done.stderr
@@ -209,12 +205,6 @@ def _isolated_env() -> dict[str, str]:
     return env
 
 
-def _missing_command_modules() -> list[str]:
-    from webhook import cli
-
-    return [m for m, _s, _h in cli.COMMANDS.values() if not (ROOT / (m.replace(".", "/") + ".py")).exists()]
-
-
 @pytest.mark.slow
 def test_the_wheel_installs_and_its_code_is_imported_from_the_wheel(fresh_venv: Path, tmp_path: Path) -> None:
     done = _run([str(fresh_venv / "bin" / "python"), "-c", "import webhook; print(webhook.__file__)"], cwd=tmp_path, env=_isolated_env())
@@ -226,8 +216,6 @@ def test_the_wheel_installs_and_its_code_is_imported_from_the_wheel(fresh_venv: 
 
 @pytest.mark.slow
 def test_the_installed_command_prints_its_help(fresh_venv: Path, tmp_path: Path) -> None:
-    if missing := _missing_command_modules():
-        pytest.skip(f"command modules not written yet: {missing}")
     done = _run([str(fresh_venv / "bin" / "placement-webhook"), "--help"], cwd=tmp_path, env=_isolated_env())
     assert done.returncode == 0, done.stderr
     assert "serve" in done.stdout and "lint" in done.stdout
@@ -235,37 +223,14 @@ def test_the_installed_command_prints_its_help(fresh_venv: Path, tmp_path: Path)
 
 @pytest.mark.slow
 def test_the_installed_command_lints_the_shipped_policies(fresh_venv: Path, tmp_path: Path) -> None:
-    if missing := _missing_command_modules():
-        pytest.skip(f"command modules not written yet: {missing}")
     policies = ROOT / "policies"
-    if not any(policies.glob("*.yaml")):
-        pytest.skip("no shipped policies yet")
     done = _run([str(fresh_venv / "bin" / "placement-webhook"), "lint", str(policies)], cwd=tmp_path, env=_isolated_env())
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 
 @pytest.mark.slow
-def test_the_wheel_holds_the_review_path_compiled(fresh_venv: Path, tmp_path: Path) -> None:
-    code = "import webhook; print(webhook.compiled_build())"
-    done = _run([str(fresh_venv / "bin" / "python"), "-c", code], cwd=tmp_path, env=_isolated_env())
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "True"
-
-
-@pytest.mark.slow
-def test_the_wheel_is_built_with_the_profile_of_the_training_run(wheel: Path) -> None:
-    # With a profile, GCC moves the unlikely side of mypyc's error checks into ``.cold``
-    # parts of their functions: hundreds of them. Without one it splits off a handful (17
-    # with GCC 12), where a branch is marked unlikely in the source itself.
-    with zipfile.ZipFile(wheel) as archive:
-        (library,) = [n for n in archive.namelist() if n.endswith(".so") and "__mypyc" in n]
-        symbols = archive.read(library)
-    assert symbols.count(b".cold\x00") >= 200
-
-
-@pytest.mark.slow
-def test_the_installed_compiled_engine_mutates_like_the_source(fresh_venv: Path, tmp_path: Path) -> None:
+def test_the_installed_engine_mutates_like_the_checkout(fresh_venv: Path, tmp_path: Path) -> None:
     examples = sorted((ROOT / "examples").glob("*.yaml"))  # Deployments, StatefulSets, VMs, Wukong
     assert examples
     argv = ["mutate", "-f", *map(str, examples), "--policies", str(ROOT / "policies"), "-o", "json"]
