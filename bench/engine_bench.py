@@ -25,13 +25,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from webhook.engine import admission
-
+from webhook.engine import admission, review
+from webhook.files import documents
 from webhook.policy import loader
-
-from webhook.engine import review
-
-from webhook.files import documents as yamlsrc
 from webhook.policy.policyset import PolicySet
 
 TARGETS = {50: 5000.0, 1000: 2000.0}
@@ -107,7 +103,7 @@ spec:
 
 def policy_set(count: int) -> PolicySet:
     text = "---\n".join(policy_yaml(i) for i in range(count))
-    return loader.load_documents(yamlsrc.load_text(text, file=f"<generated {count}>"))
+    return loader.load_documents(documents.load_text(text, file=f"<generated {count}>"))
 
 
 def rate(fn: Callable[[], Any], *, seconds: float, batch: int = 200) -> float:

@@ -97,7 +97,7 @@ def test_the_image_entrypoint_plus_the_chart_args_is_a_valid_serve_command(rende
     )
     assert entrypoint == ["placement-webhook", "serve"]
     parser = argparse.ArgumentParser(prog="placement-webhook serve")
-    serve.configure_serve(parser)
+    serve.configure(parser)
     extra = [{"version": "v1", "kind": "W", "resource": "ws", "podSpecPath": "/spec", "podLabelsPath": "/metadata/labels"}]
     args = render({"extraKinds": extra, "server": {"extraArgs": ["--reload-interval=2"]}}).container["args"]
     parsed = parser.parse_args(args)

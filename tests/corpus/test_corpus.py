@@ -18,14 +18,9 @@ import kubernetes_validate
 import pytest
 
 from webhook import cli
-
-from webhook.engine import admission
-
+from webhook.engine import admission, review
+from webhook.files import documents
 from webhook.policy import loader
-
-from webhook.engine import review
-
-from webhook.files import documents as yamlsrc
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -41,7 +36,7 @@ EVERYTHING = loader.load([HERE / "policies"])
 
 
 def _requests(path: Path) -> Iterator[review.Request]:
-    for doc in yamlsrc.load_file(path):
+    for doc in documents.load_file(path):
         data = doc.data
         if isinstance(data, dict) and data.get("kind") == "AdmissionReview":
             yield review.parse(json.dumps(data))

@@ -22,12 +22,8 @@ from e2e_workloads import (
 from envkit import SKIP_REASON, VM_CRD, find_assets, webhook_configuration
 
 from webhook import ANNOTATION_SKIP
-
-from webhook.engine import admission
-
+from webhook.engine import admission, review
 from webhook.policy import loader
-
-from webhook.engine import review
 
 
 @pytest.fixture(scope="module")

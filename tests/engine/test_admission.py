@@ -11,19 +11,14 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from admission_helpers import deployment, policy, policy_set
 
+from tests.kit.engine import FAKE, fake_apply
+from tests.kit.policies import policy, policy_set
+from tests.kit.workloads import deployment
 from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP
-
-from webhook.engine import admission
-
-from webhook.engine import review
-
-from webhook.engine import working
-from webhook.policy.policyset import PolicySet
+from webhook.engine import admission, placement, review, working
 from webhook.kube.kinds import BUILTIN
-
-pytestmark = pytest.mark.usefixtures("fake_engine")
+from webhook.policy.policyset import PolicySet
 
 ZONE = policy("zone", order=1, placement={"nodeSelector": {"zone": "a"}})
 DISK = policy("disk", order=2, placement={"nodeSelector": {"disk": "ssd"}})
@@ -31,7 +26,7 @@ DISK = policy("disk", order=2, placement={"nodeSelector": {"disk": "ssd"}})
 
 def _admit(obj: dict[str, Any], policies: PolicySet | None = None, **kw: Any) -> admission.Outcome:
     req = review.request_for_object(obj, **kw)
-    return admission.admit(req, policies=policies or policy_set(ZONE, DISK))
+    return admission.admit(req, policies=policies or policy_set(ZONE, DISK), steps=FAKE)
 
 
 def _node_selector(obj: dict[str, Any]) -> Any:
@@ -113,7 +108,7 @@ def test_policies_that_do_not_match_are_left_out() -> None:
 )
 def test_requests_admission_does_not_mutate_are_ignored_with_a_reason(request_kw: dict[str, Any], reason: str) -> None:
     req = dataclasses.replace(review.request_for_object(deployment()), **request_kw)
-    out = admission.admit(req, policies=policy_set(ZONE))
+    out = admission.admit(req, policies=policy_set(ZONE), steps=FAKE)
     assert out.result == "ignored"
     assert out.patch == [] and out.warnings == []
     assert reason in out.reason
@@ -170,9 +165,9 @@ def test_an_unexpected_engine_exception_fails_open_without_a_patch() -> None:
     assert out.warnings and out.warnings[0].startswith("placement-webhook: internal error")
 
 
-def test_admit_never_raises_even_when_matching_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(admission, "selects", lambda *a, **k: 1 / 0)
-    out = _admit(deployment())
+def test_admit_never_raises_even_when_matching_fails() -> None:
+    steps = dataclasses.replace(FAKE, selects=lambda *a, **k: 1 / 0)
+    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(ZONE), steps=steps)
     assert out.result == "error" and "ZeroDivisionError" in str(out.error)
 
 
@@ -220,25 +215,23 @@ def test_outcome_result_is_one_of_the_documented_values() -> None:
 
 
 
-def test_policies_that_never_settle_fail_open_with_an_error_naming_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    from webhook.engine import placement as engine
-
-    def toggle(obj: dict, *, policy: Any, target: Any, cluster: Any) -> engine.Applied:
+def test_policies_that_never_settle_fail_open_with_an_error_naming_them() -> None:
+    def toggle(obj: dict, *, policy: Any, target: Any, cluster: Any) -> placement.Applied:
         # Each pass flips the value: a set with no fixed point.
         pod = obj["spec"]["template"]["spec"]
         pod["nodeSelector"] = {"flip": "b" if (pod.get("nodeSelector") or {}).get("flip") == "a" else "a"}
-        return engine.Applied(changed=True, warnings=[])
+        return placement.Applied(changed=True, warnings=[])
 
-    monkeypatch.setattr(admission, "apply_policy", toggle)
     # A rollout reads other policies' output, so admission keeps passing until it settles.
     flipper = policy("flipper", rollout={"mode": "safe"})
-    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(flipper))
+    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(flipper),
+                          steps=admission.Steps(apply=toggle))
     assert (out.result, out.patch) == ("error", [])
     assert out.error and "flipper" in out.error
     assert any("never settle" in w for w in out.warnings)
 
 
-def test_a_policy_failing_in_the_settling_pass_leaves_the_answer_consistent(fake_engine: Any) -> None:
+def test_a_policy_failing_in_the_settling_pass_leaves_the_answer_consistent() -> None:
     # Pass 1: "ok" applies and "fail-late" is not yet matched... both run every pass; the
     # failing one fails in pass 1 after "ok" changed the object, then pass 2 settles.
     policies = policy_set(
@@ -246,7 +239,7 @@ def test_a_policy_failing_in_the_settling_pass_leaves_the_answer_consistent(fake
         policy("fail-late", order=2, placement={"nodeSelector": {"fail": "placement"}}),
     )
     obj = deployment()
-    out = admission.admit(review.request_for_object(obj), policies=policies)
+    out = admission.admit(review.request_for_object(obj), policies=policies, steps=FAKE)
     assert out.failed == ["fail-late"] and out.applied == ["ok"]
     assert jsonpatch.apply_patch(obj, out.patch) == out.object
     assert out.object["metadata"]["annotations"][ANNOTATION_APPLIED] == "ok"
@@ -262,21 +255,15 @@ def test_a_policy_failing_in_the_settling_pass_leaves_the_answer_consistent(fake
         ({"placement": {"nodeSelector": {"disk": "ssd"}}, "match": {"podSelector": {"matchLabels": {"app": "web"}}}}, 2),
     ],
 )
-def test_a_second_pass_runs_only_when_a_policy_reads_what_others_write(
-    monkeypatch: pytest.MonkeyPatch, spec: dict[str, Any], passes: int
-) -> None:
-    from admission_helpers import fake_apply
-
-    from webhook.engine import placement as engine
-
+def test_a_second_pass_runs_only_when_a_policy_reads_what_others_write(spec: dict[str, Any], passes: int) -> None:
     calls: list[str] = []
 
     def counting(obj: dict, **kw: Any) -> Any:
         calls.append(kw["policy"].name)
         return fake_apply(obj, **kw)
 
-    monkeypatch.setattr(admission, "apply_policy", counting)
     p = policy("p", **spec)
-    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(p))
+    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(p),
+                          steps=admission.Steps(apply=counting))
     assert out.result == "patched"
     assert len(calls) == passes

@@ -10,16 +10,9 @@ import jsonpatch
 import yaml
 
 from webhook import ANNOTATION_APPLIED
-
-from webhook.engine import admission
-
+from webhook.engine import admission, codec, patching, review
+from webhook.files import documents
 from webhook.policy import loader
-
-from webhook.engine import patching
-
-from webhook.engine import review
-
-from webhook.files import documents as yamlsrc
 from webhook.policy.policyset import PolicySet
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +40,7 @@ spec:
 
 
 def _policies(*texts: str) -> PolicySet:
-    return loader.load_documents(yamlsrc.load_text("---\n".join(texts), file="<test>"))
+    return loader.load_documents(documents.load_text("---\n".join(texts), file="<test>"))
 
 
 def _deployment() -> dict[str, Any]:
@@ -120,7 +113,7 @@ def test_a_review_round_trip_through_the_wire_format() -> None:
     body = (ROOT / "examples" / "review-deployment-v1.json").read_bytes()
     request = review.parse(body)
     out = admission.admit(request, policies=loader.load([ROOT / "policies"]))
-    answer = review.respond(request, out)
+    answer = review.respond(request, patch=codec.dumps(out.patch) if out.patch else b"", warnings=out.warnings)
     original = json.loads(body)["request"]["object"]
     patch = patching.decode(answer["response"]["patch"])
     assert jsonpatch.apply_patch(original, patch) == out.object

@@ -23,14 +23,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from webhook.engine import admission
-
-from webhook.policy import loader
-
-from webhook.engine import review
-
-from webhook.files import documents as yamlsrc
 from webhook.cluster.view import StaticClusterView
+from webhook.engine import admission, review
+from webhook.files import documents
+from webhook.policy import loader
 from webhook.policy.policyset import PolicySet
 
 KEYS = ["zone", "disk", "example.com/pool", "maintenance", "gpu-count"]
@@ -129,7 +125,7 @@ def load_policies(specs: list[dict[str, Any]]) -> PolicySet:
         {"apiVersion": "placement.novasphere.dev/v1alpha1", "kind": "PlacementPolicy", "metadata": {"name": f"p{i}"}, "spec": spec}
         for i, spec in enumerate(specs)
     ]
-    return loader.load_documents(yamlsrc.load_text(yaml.safe_dump_all(docs), file="<generated>"))
+    return loader.load_documents(documents.load_text(yaml.safe_dump_all(docs), file="<generated>"))
 
 
 # ---------------------------------------------------------------- generated workloads

@@ -4,10 +4,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from admission_helpers import deployment, policy
 
-from webhook.engine import matching
+from tests.kit.policies import policy
+from tests.kit.workloads import deployment
 from webhook.cluster.view import StaticClusterView
+from webhook.engine import matching
 from webhook.kube.kinds import BUILTIN
 
 DEPLOYMENT = BUILTIN.lookup("apps", "Deployment")
@@ -164,23 +165,6 @@ def test_exclude_namespace_selector_without_cluster_view_excludes_nothing_but_fl
     assert verdict.matched and verdict.undecided
 
 
-@pytest.mark.parametrize(
-    ("ref", "expected"),
-    [("VirtualMachine", True), ("kubevirt.io/VirtualMachine", True), ("kubevirt.io/v1alpha3/VirtualMachine", True),
-     ("v1/VirtualMachine", False), ("pool.kubevirt.io/VirtualMachine", False), ("a/b/c/VirtualMachine", False)],
-)
-def test_kind_references_name_a_group_and_kind_in_any_version(ref: str, expected: bool) -> None:
-    assert matching.kind_ref_matches(ref, VM) is expected
-
-
-def test_core_group_kind_references_use_the_version() -> None:
-    pod = BUILTIN.lookup("", "Pod")
-    assert pod is not None
-    assert matching.kind_ref_matches("v1/Pod", pod)
-    assert matching.kind_ref_matches("Pod", pod)
-    assert not matching.kind_ref_matches("apps/Pod", pod)
-
-
 def test_predicates_are_compiled_once_per_policy() -> None:
     p = policy("p", match={"namespaces": ["prod"]})
     matching.selects(p, _subject(namespace="prod"))
@@ -189,36 +173,13 @@ def test_predicates_are_compiled_once_per_policy() -> None:
     assert p.cache["matching"] is compiled
 
 
-LABELS = [{}, {"tier": "web"}, {"tier": "db", "zone": "a"}]
-SELECTORS = [
-    {},
-    {"matchLabels": {"tier": "web"}},
-    {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "db"]}]},
-    {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["web"]}]},
-    {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
-    {"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]},
-    {"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["1"]}]},
-    {"matchLabels": {"tier": "db"}, "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
-]
-
-
-@pytest.mark.parametrize("selector", SELECTORS)
-@pytest.mark.parametrize("labels", LABELS)
-def test_the_fast_selector_check_and_the_explanation_always_agree(selector: dict[str, Any], labels: dict[str, str]) -> None:
-    assert matching.selector_matches(selector, labels) is (matching.selector_mismatch(selector, labels) is None)
-
-
-def test_unknown_selector_operators_never_select() -> None:
-    assert not matching.selector_matches({"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["1"]}]}, {})
-
-
 def test_a_policy_set_a_reload_replaced_is_freed_with_its_index_without_the_cyclic_collector() -> None:
     # The server memoises a candidate index per set; a reload drops the old set. Were the
     # index to keep the set alive (or in a cycle), every reload would leak the whole set.
     import gc
     import weakref
 
-    from admission_helpers import policy_set
+    from tests.kit.policies import policy_set
 
     policies = policy_set(policy("a", match={"namespaces": ["prod"]}), policy("b"))
     deployment_kind = BUILTIN.lookup("apps", "Deployment")

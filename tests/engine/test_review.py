@@ -7,25 +7,18 @@ from typing import Any
 
 import pytest
 
-from webhook.engine import codec
-
-from webhook.engine import review
-from webhook.engine.admission import Outcome
+from tests.kit.reviews import admission_review
+from webhook.engine import codec, review
 
 V1, V1BETA1 = "admission.k8s.io/v1", "admission.k8s.io/v1beta1"
 
 
 def _review(api_version: str = V1, **request: Any) -> dict[str, Any]:
-    req = {
-        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-        "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
-        "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
-        "namespace": "prod",
-        "operation": "CREATE",
-        "object": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}},
-    }
-    req.update(request)
-    return {"apiVersion": api_version, "kind": "AdmissionReview", "request": req}
+    """A Deployment's review, with ``request`` fields replaced or added as given."""
+    web = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}
+    body = admission_review(web, namespace="prod", api_version=api_version, uid="705ab4f5-6393-11e8-b7cc-42010a800002")
+    body["request"].update(request)
+    return body
 
 
 @pytest.mark.parametrize("api_version", [V1, V1BETA1])
@@ -117,7 +110,7 @@ def test_hand_made_review_without_kind_or_operation_is_a_create_of_its_object() 
 
 def test_namespace_and_name_fall_back_to_object_metadata() -> None:
     body = _review(object={"kind": "Deployment", "metadata": {"name": "api", "namespace": "team-a"}})
-    del body["request"]["namespace"]
+    del body["request"]["namespace"], body["request"]["name"]
     req = review.parse(body)
     assert (req.namespace, req.name) == ("team-a", "api")
 
@@ -134,58 +127,37 @@ def test_delete_review_has_no_object() -> None:
     assert req.object is None and req.operation == "DELETE"
 
 
-def _outcome(patch: list[dict[str, Any]] | None = None, warnings: list[str] | None = None) -> Outcome:
-    return Outcome(object={}, patch=patch or [], warnings=warnings or [])
+PATCH = [{"op": "add", "path": "/metadata/annotations", "value": {"a/b": "c"}}]
 
 
 @pytest.mark.parametrize("api_version", [V1, V1BETA1])
 def test_answer_echoes_api_version_and_uid_and_allows(api_version: str) -> None:
     req = review.parse(_review(api_version, uid="abc-123"))
-    answer = review.respond(req, _outcome())
+    answer = review.respond(req, patch=b"", warnings=[])
     assert answer == {"apiVersion": api_version, "kind": "AdmissionReview", "response": {"uid": "abc-123", "allowed": True}}
 
 
 def test_answer_carries_base64_json_patch_only_when_non_empty() -> None:
     req = review.parse(_review())
-    patch = [{"op": "add", "path": "/metadata/annotations", "value": {"a/b": "c"}}]
-    response = review.respond(req, _outcome(patch))["response"]
+    response = review.respond(req, patch=codec.dumps(PATCH), warnings=[])["response"]
     assert response["patchType"] == "JSONPatch"
-    assert json.loads(base64.b64decode(response["patch"])) == patch
-    assert "patch" not in review.respond(req, _outcome([]))["response"]
-    assert "patchType" not in review.respond(req, _outcome([]))["response"]
+    assert json.loads(base64.b64decode(response["patch"])) == PATCH
+    assert "patch" not in review.respond(req, patch=b"", warnings=[])["response"]
+    assert "patchType" not in review.respond(req, patch=b"", warnings=[])["response"]
 
 
-_PATCHES = [
-    [],
-    [{"op": "add", "path": "/metadata/annotations", "value": {"a/b": "c"}}],
-    [{"op": "replace", "path": "/spec/x", "value": [1.5, None, "é", {"n": float("nan")}]}],
-]
-
-
-@pytest.mark.parametrize("patch", _PATCHES)
-@pytest.mark.parametrize("warnings", [[], ["spread-web: " + "x" * 300, "a", "a"]])
-def test_the_servers_answer_body_is_the_answer_respond_gives(patch: list[dict[str, Any]], warnings: list[str]) -> None:
-    """The server encodes the answer in one pass (``respond_body``); the dry-run CLI prints
-    ``respond``. Both are the same document, and the size the log line reports is the
-    patch's, before base64."""
-    req, outcome = review.parse(_review(uid="\ud800-lone")), _outcome(patch, warnings)
-    body, patch_bytes = review.respond_body(req, outcome)
-    answer = review.respond(req, outcome)
-    assert body == codec.dumps(answer)
-    assert patch_bytes == len(base64.b64decode(answer["response"].get("patch", "")))
+def test_an_answer_to_a_review_with_a_lone_surrogate_in_its_uid_still_encodes() -> None:
+    req = review.parse(_review(uid="\ud800-lone"))
+    answer = review.respond(req, patch=codec.dumps(PATCH), warnings=[])
+    assert json.loads(codec.dumps(answer))["response"]["uid"] == "\ud800-lone"
 
 
 def test_answer_warnings_are_clipped_under_120_characters_and_deduplicated() -> None:
     long = "spread-web: " + "x" * 300
-    response = review.respond(review.parse(_review()), _outcome(warnings=[long, "a", "a", "  "]))["response"]
+    response = review.respond(review.parse(_review()), patch=b"", warnings=[long, "a", "a", "  "])["response"]
     assert [len(w) < 120 for w in response["warnings"]] == [True, True]
     assert response["warnings"][0].startswith("spread-web: xxx") and response["warnings"][0].endswith("...")
     assert response["warnings"][1] == "a"
-
-
-def test_clip_keeps_short_text_and_folds_newlines() -> None:
-    assert review.clip("one\n  two") == "one two"
-    assert len(review.clip("y" * 500)) == review.WARNING_LIMIT
 
 
 def test_request_for_object_builds_what_the_api_server_would_send() -> None:

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from webhook.policy import loader
-
 from webhook.files import documents as yamlsrc
 from webhook.kube.kinds import BUILTIN
+from webhook.policy import loader
 
 Write = Callable[[str, str], Path]
 PolicyFile = Callable[..., Path]
@@ -266,8 +265,8 @@ spec:
     maxSurge: 1
     minReadySeconds: 5
 """
-    from webhook.policy import loader
     from webhook.files import documents as yamlsrc
+    from webhook.policy import loader
 
     (policy,) = loader.load_documents(yamlsrc.load_text(text, file="spec.yaml")).policies
     assert policy.spec["rollout"] == {"mode": "safe", "maxUnavailable": 0, "maxSurge": 1, "minReadySeconds": 5}

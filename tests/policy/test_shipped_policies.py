@@ -10,12 +10,8 @@ import jsonschema
 import pytest
 
 from webhook import cli
-
-from webhook.policy import loader
-
-from webhook.policy import model as policy
-
-from webhook.files import documents as yamlsrc
+from webhook.files import documents
+from webhook.policy import loader, model
 from webhook.policy.policyset import PolicySet
 
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
@@ -93,7 +89,7 @@ def test_every_shipped_file_documents_itself_with_comments() -> None:
 
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
-    return policy.schema()
+    return model.schema()
 
 
 class TestSchema:
@@ -104,7 +100,7 @@ class TestSchema:
 
     def test_it_accepts_every_shipped_policy(self, schema: dict[str, Any]) -> None:
         validator = jsonschema.Draft202012Validator(schema)
-        docs = [d for f in loader.policy_files([POLICIES]) for d in yamlsrc.load_file(f)]
+        docs = [d for f in loader.policy_files([POLICIES]) for d in documents.load_file(f)]
         assert docs
         for doc in docs:
             assert not list(validator.iter_errors(doc.data)), doc.file

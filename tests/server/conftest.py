@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from serverkit import SSD_POLICY, Pki, make_pki
+from tests.kit.server import SSD_POLICY, Pki, make_pki
 
 
 @pytest.fixture

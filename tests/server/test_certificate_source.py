@@ -5,17 +5,16 @@ import os
 import ssl
 from pathlib import Path
 
-from serverkit import Pki, make_pki
+from tests.kit.server import Pki, make_pki
+from webhook.server import tls
 
-from webhook.server import certs
 
-
-def _source(pki: Pki, *, client_ca: Path | None = None) -> certs.CertificateSource:
-    return certs.CertificateSource(cert_file=pki.cert, key_file=pki.key, client_ca=client_ca)
+def _source(pki: Pki, *, client_ca: Path | None = None) -> tls.CertificateSource:
+    return tls.CertificateSource(cert_file=pki.cert, key_file=pki.key, client_ca=client_ca)
 
 
 def test_source_is_not_ready_until_a_valid_pair_is_loaded(tmp_path: Path) -> None:
-    source = certs.CertificateSource(cert_file=tmp_path / "tls.crt", key_file=tmp_path / "tls.key")
+    source = tls.CertificateSource(cert_file=tmp_path / "tls.crt", key_file=tmp_path / "tls.key")
     assert source.poll() is False
     assert not source.ready
     assert "tls.crt" in source.last_error
@@ -72,14 +71,14 @@ def test_a_secret_volume_symlink_swap_is_picked_up(tmp_path: Path) -> None:
     (mount / "..data").symlink_to("..2024_01_01")
     for name in ("tls.crt", "tls.key"):
         (mount / name).symlink_to(f"..data/{name}")
-    source = certs.CertificateSource(cert_file=mount / "tls.crt", key_file=mount / "tls.key")
+    source = tls.CertificateSource(cert_file=mount / "tls.crt", key_file=mount / "tls.key")
     assert source.poll() is True
     old_serial = source.info.serial if source.info else None
     (mount / "..data_tmp").symlink_to("..2024_02_01")
     os.replace(mount / "..data_tmp", mount / "..data")
     assert source.poll() is True
     assert source.info is not None and source.info.serial != old_serial
-    assert source.info.serial == certs.describe(second.cert.read_bytes()).serial
+    assert source.info.serial == tls.describe(second.cert.read_bytes()).serial
     assert first.cert.exists()
 
 
@@ -97,8 +96,8 @@ def test_a_client_ca_turns_on_mutual_tls(pki: Pki) -> None:
 
 def test_describe_rejects_text_that_is_not_a_certificate() -> None:
     try:
-        certs.describe(b"-----BEGIN NONSENSE-----\n")
-    except certs.CertificateError as exc:
+        tls.describe(b"-----BEGIN NONSENSE-----\n")
+    except tls.CertificateError as exc:
         assert "not a PEM certificate" in str(exc)
     else:
         raise AssertionError("describe accepted garbage")

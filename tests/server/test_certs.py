@@ -12,7 +12,6 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from webhook import cli
-
 from webhook.server import certs
 
 

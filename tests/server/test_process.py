@@ -18,7 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from serverkit import SSD_POLICY, Pki, admission_review, deployment
+
+from tests.kit.reviews import admission_review
+from tests.kit.server import SSD_POLICY, Pki
+from tests.kit.workloads import deployment
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP = 20.0  # seconds a loaded machine may need to start the interpreter
@@ -164,7 +167,7 @@ async def test_sigterm_turns_readiness_off_closes_idle_connections_and_finishes_
         assert await asyncio.to_thread(proc.wait, 15) == 0
         _, err = proc.communicate()
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    assert [line["msg"] for line in lines if line["logger"] == "webhook.engine.placement.review"].count("review") == 6
+    assert [line["msg"] for line in lines if line["logger"] == "webhook.review"].count("review") == 6
     assert [line["msg"] for line in lines if line["logger"] == "webhook.server.app"][-2:] == ["shutting down", "stopped"]
 
 

@@ -12,24 +12,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from serverkit import (
-    BROKEN_POLICY,
-    SSD_POLICY,
-    ZONE_POLICY,
-    Pki,
-    admission_review,
-    decode_patch,
-    deployment,
-    sample,
-)
 
-from webhook.engine import admission
-
-from webhook.server import reload
-
-from webhook.engine import review
-
-from webhook.server import app as server
+from tests.kit.reviews import admission_review, decode_patch
+from tests.kit.server import BROKEN_POLICY, SSD_POLICY, ZONE_POLICY, Pki, sample
+from tests.kit.workloads import deployment
+from webhook.engine import admission, review
+from webhook.server import app, reload
 
 Client = TestClient[web.Request, web.Application]
 RELOADS = "placement_webhook_policy_reloads_total"
@@ -129,8 +117,8 @@ async def test_every_keeps_polling_after_a_failing_step() -> None:
     assert calls == [0, 1]
 
 
-def _state(pki: Pki, folder: Path) -> server.State:
-    return server.State(server.ServerConfig(policies=(folder,), tls_cert=pki.cert, tls_key=pki.key, reload_interval=3600))
+def _state(pki: Pki, folder: Path) -> app.State:
+    return app.State(app.ServerConfig(policies=(folder,), tls_cert=pki.cert, tls_key=pki.key, reload_interval=3600))
 
 
 async def test_reloads_are_counted_and_the_loaded_gauge_follows(pki: Pki, policy_dir: Path) -> None:
@@ -157,7 +145,7 @@ async def test_policy_reload_under_load_answers_every_review_and_switches_sets(
     mount = tmp_path / "policies"
     _configmap(mount, "2024_01_01", {"policy.yaml": SSD_POLICY})
     state = _state(pki, mount)
-    client = await aiohttp_client(server.make_app(state))
+    client = await aiohttp_client(app.make_app(state))
     answers: list[dict[str, Any]] = []
     stop = asyncio.Event()
 
@@ -188,9 +176,9 @@ async def test_policy_reload_under_load_answers_every_review_and_switches_sets(
 async def test_the_running_app_polls_the_folder_on_its_own(
     aiohttp_client: Callable[..., Awaitable[Client]], pki: Pki, policy_dir: Path, interval: float
 ) -> None:
-    config = server.ServerConfig(policies=(policy_dir,), tls_cert=pki.cert, tls_key=pki.key, reload_interval=interval)
-    state = server.State(config)
-    await aiohttp_client(server.make_app(state))
+    config = app.ServerConfig(policies=(policy_dir,), tls_cert=pki.cert, tls_key=pki.key, reload_interval=interval)
+    state = app.State(config)
+    await aiohttp_client(app.make_app(state))
     # Renamed into place: a poll between ``write_text``'s create and its write would load
     # the empty file as a set of its own, and count one success more.
     staged = policy_dir.parent / "zone.yaml.staged"

@@ -13,24 +13,24 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from cryptography import x509
-from serverkit import Pki, admission_review, decode_patch, deployment, make_pki, sample
 
-from webhook.server import certs
-
-from webhook.server import app as server
+from tests.kit.reviews import admission_review, decode_patch
+from tests.kit.server import Pki, make_pki, sample
+from tests.kit.workloads import deployment
+from webhook.server import app, certs, tls
 
 ServerFactory = Callable[..., Awaitable[TestServer]]
 
 
-def _state(pki: Pki, policy_dir: Path, *, client_ca: Path | None = None) -> server.State:
-    config = server.ServerConfig(
+def _state(pki: Pki, policy_dir: Path, *, client_ca: Path | None = None) -> app.State:
+    config = app.ServerConfig(
         policies=(policy_dir,), tls_cert=pki.cert, tls_key=pki.key, client_ca=client_ca, reload_interval=3600
     )
-    return server.State(config)
+    return app.State(config)
 
 
-async def _serve(aiohttp_server: ServerFactory, state: server.State) -> TestServer:
-    return await aiohttp_server(server.make_app(state), ssl=state.certs.context)
+async def _serve(aiohttp_server: ServerFactory, state: app.State) -> TestServer:
+    return await aiohttp_server(app.make_app(state), ssl=state.certs.context)
 
 
 @pytest.fixture
@@ -119,10 +119,10 @@ async def test_handshakes_fail_and_readiness_is_false_until_a_certificate_exists
     aiohttp_server: ServerFactory, aiohttp_client: Callable[..., Awaitable[Any]], pki: Pki, policy_dir: Path, tmp_path: Path
 ) -> None:
     later = tmp_path / "later"
-    config = server.ServerConfig(policies=(policy_dir,), tls_cert=later / "tls.crt", tls_key=later / "tls.key", reload_interval=3600)
-    state = server.State(config)
+    config = app.ServerConfig(policies=(policy_dir,), tls_cert=later / "tls.crt", tls_key=later / "tls.key", reload_interval=3600)
+    state = app.State(config)
     srv = await _serve(aiohttp_server, state)
-    plain = await aiohttp_client(server.make_metrics_app(state))
+    plain = await aiohttp_client(app.make_metrics_app(state))
     ready = await plain.get("/readyz")
     assert ready.status == 503 and "no valid serving certificate" in await ready.text()
     with pytest.raises((ssl.SSLError, ConnectionResetError)):
@@ -133,7 +133,7 @@ async def test_handshakes_fail_and_readiness_is_false_until_a_certificate_exists
         (later / name).write_bytes((pki.folder / name).read_bytes())
     state.reload_certificate()
     assert (await plain.get("/readyz")).status == 200
-    assert await _served_serial(srv.port, pki.client_context()) == certs.describe(pki.cert.read_bytes()).serial
+    assert await _served_serial(srv.port, pki.client_context()) == tls.describe(pki.cert.read_bytes()).serial
 
 
 async def test_mutual_tls_admits_clients_with_a_certificate_from_the_client_ca(

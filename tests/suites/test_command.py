@@ -10,16 +10,14 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.suites import report as suite_report
-
-from webhook.suites import run as suites
+from webhook.commands import test as test_command
 
 from .helpers import WEB, case, web_with_ssd, write_suite
 
 
 def run(*paths: Path, junit: Path | None = None, update: bool = False) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = suite_report.main(paths=[str(p) for p in paths], junit=str(junit) if junit else None,
+    code = test_command.run_suites(paths=[str(p) for p in paths], junit=str(junit) if junit else None,
                              update=update, out=out, err=err)
     return code, out.getvalue(), err.getvalue()
 
@@ -77,7 +75,7 @@ cases:
     [
         (BROKEN, 'broken.suite.yaml:9: cases[0].expect.objct: unknown field "objct"; did you mean "object"?'),
         (BROKEN.replace("[ssd.yaml]", "[sdd.yaml]").replace("objct: {}", "unchanged: true"),
-         "broken.suite.yaml:4: policies[0]: no such file or folder"),
+         "broken.suite.yaml:4: policies[0]: no such file or directory"),
         (BROKEN.replace("  object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: web}}",
                         "  objectFile: testdata/missing.yaml").replace("objct: {}", "unchanged: true"),
          "broken.suite.yaml:7: cases[0].objectFile: cannot read"),
@@ -122,7 +120,7 @@ def test_no_suites_found_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     code, _, err = run(tmp_path / "nope")
-    assert code == 2 and "no such file or folder" in err
+    assert code == 2 and "no such file or directory" in err
 
 
 def test_junit_xml_parses_back_with_the_right_counts(tmp_path: Path) -> None:
@@ -179,7 +177,7 @@ def test_update_leaves_passing_cases_and_other_expectations_alone(tmp_path: Path
 
 def test_the_command_line_takes_paths_junit_and_update() -> None:
     parser = argparse.ArgumentParser()
-    suites.configure_test(parser)
+    test_command.configure(parser)
     args = parser.parse_args(["a", "b", "--junit", "out.xml", "--update"])
     assert (args.paths, args.junit, args.update) == (["a", "b"], "out.xml", True)
     assert parser.parse_args([]).paths == ["policies"]

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from webhook.suites import run as suites
+from webhook.suites import load
+from webhook.suites import run as suite_run
 
 from .helpers import (
     APPLIED,
@@ -19,9 +20,9 @@ from .helpers import (
 )
 
 
-def outcome_of(tmp_path: Path, expect: dict[str, Any], **extra: Any) -> suites.CaseResult:
+def outcome_of(tmp_path: Path, expect: dict[str, Any], **extra: Any) -> suite_run.CaseResult:
     path = write_suite(tmp_path, [case("the case", expect, **extra)])
-    [result] = suites.run([path]).results
+    [result] = suite_run.run([path]).results
     return result
 
 
@@ -75,7 +76,7 @@ def test_the_namespace_defaults_to_the_objects_own_and_can_be_overridden(tmp_pat
         case("other namespace", {"unchanged": True}, namespace="dev"),
     ])
     (tmp_path / "ssd.yaml").write_text(policy)
-    assert [r.passed for r in suites.run([path]).results] == [True, True]
+    assert [r.passed for r in suite_run.run([path]).results] == [True, True]
 
 
 def test_objects_and_expected_objects_may_come_from_files(tmp_path: Path) -> None:
@@ -86,7 +87,7 @@ def test_objects_and_expected_objects_may_come_from_files(tmp_path: Path) -> Non
     (tmp_path / "testdata" / "web.out.json").write_text(__import__("json").dumps(web_with_ssd()))
     path = write_suite(tmp_path, [{"name": "files", "objectFile": "testdata/web.yaml",
                                    "expect": {"objectFile": "testdata/web.out.json"}}])
-    [result] = suites.run([path]).results
+    [result] = suite_run.run([path]).results
     assert result.passed, [f.render() for f in result.failures]
 
 
@@ -95,7 +96,7 @@ def test_inline_policies_are_loaded_like_policy_files(tmp_path: Path) -> None:
 
     inline = yaml.safe_load(SSD_POLICY.replace("name: ssd", "name: inline-ssd"))
     path = write_suite(tmp_path, [case("inline", {"applied": ["inline-ssd"]})], policies=[inline])
-    assert suites.run([path]).results[0].passed
+    assert suite_run.run([path]).results[0].passed
 
 
 def test_a_cluster_view_reaches_admission(tmp_path: Path) -> None:
@@ -106,14 +107,14 @@ def test_a_cluster_view_reaches_admission(tmp_path: Path) -> None:
         case("other namespace", {"applied": []}, cluster=cluster, namespace="dev"),
     ])
     (tmp_path / "ssd.yaml").write_text(policy)
-    assert [r.passed for r in suites.run([path]).results] == [True, True]
+    assert [r.passed for r in suite_run.run([path]).results] == [True, True]
 
 
 def test_cases_do_not_share_state_through_the_input_object(tmp_path: Path) -> None:
     path = write_suite(tmp_path, [case("first", {"applied": ["ssd"]}), case("second", {"applied": ["ssd"]})])
-    [loaded] = suites.load_suites(path)
+    [loaded] = load.load_suites(path)
     for _ in range(2):
-        result, _produced = suites.run_case(loaded, loaded.cases[0])
+        result, _produced = suite_run.run_case(loaded, loaded.cases[0])
         assert result.passed
     assert APPLIED not in str(loaded.cases[0].object)
 
@@ -123,10 +124,10 @@ def test_discovery_finds_suite_files_in_folders_and_skips_hidden_ones(tmp_path: 
     write_suite(tmp_path / "b" / "deeper", [case("x", {"applied": ["ssd"]})], file="more.suite.yml")
     write_suite(tmp_path / ".hidden", [case("x", {"applied": ["ssd"]})])
     (tmp_path / "a" / "notes.yaml").write_text("a: b\n")
-    found = suites.discover([tmp_path])
+    found = load.discover([tmp_path])
     assert [p.relative_to(tmp_path).as_posix() for p in found] == ["a/ssd.suite.yaml", "b/deeper/more.suite.yml"]
 
 
 def test_discovery_of_a_missing_path_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no such file"):
-        suites.discover([tmp_path / "nope"])
+        load.discover([tmp_path / "nope"])

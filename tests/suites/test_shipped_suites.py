@@ -12,31 +12,30 @@ from pathlib import Path
 
 import pytest
 
+from webhook.commands import test as test_command
+from webhook.kube.kinds import BUILTIN, Target
+from webhook.kube.pointers import get_path
 from webhook.policy import loader
-
-from webhook.suites import report as suite_report
-
-from webhook.suites import run as suites
-from webhook.kube.kinds import BUILTIN, Target, get_path
+from webhook.suites import load
 
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
 SUITE_FILES = sorted(POLICIES.glob("*.suite.yaml"))
 
 
 @functools.cache
-def _all_cases() -> tuple[tuple[suites.LoadedSuite, suites.LoadedCase], ...]:
-    return tuple((s, c) for file in SUITE_FILES for s in suites.load_suites(file) for c in s.cases)
+def _all_cases() -> tuple[tuple[load.LoadedSuite, load.LoadedCase], ...]:
+    return tuple((s, c) for file in SUITE_FILES for s in load.load_suites(file) for c in s.cases)
 
 
-def loaded_cases() -> Iterator[tuple[suites.LoadedSuite, suites.LoadedCase]]:
+def loaded_cases() -> Iterator[tuple[load.LoadedSuite, load.LoadedCase]]:
     return iter(_all_cases())
 
 
-def applied_to(name: str) -> list[suites.LoadedCase]:
+def applied_to(name: str) -> list[load.LoadedCase]:
     return [c for _, c in loaded_cases() if name in (c.expect.applied or [])]
 
 
-def target_of(case: suites.LoadedCase) -> Target | None:
+def target_of(case: load.LoadedCase) -> Target | None:
     return BUILTIN.for_object(case.object)
 
 
@@ -50,7 +49,7 @@ def test_there_are_suites_for_the_shipped_policies() -> None:
 @pytest.mark.parametrize("file", SUITE_FILES, ids=lambda p: p.name)
 def test_a_shipped_suite_passes(file: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    code = suite_report.main(paths=[str(file)], junit=None, update=False, out=out, err=err)
+    code = test_command.run_suites(paths=[str(file)], junit=None, update=False, out=out, err=err)
     assert code == 0, out.getvalue() + err.getvalue()
 
 
@@ -63,7 +62,7 @@ def test_every_kind_a_policy_targets_has_a_case_where_it_applies(policy: loader.
 
 @pytest.mark.parametrize("policy", SHIPPED.policies, ids=lambda p: p.name)
 def test_every_policy_is_shown_to_keep_existing_user_affinity(policy: loader.Policy) -> None:
-    def has_own_affinity(case: suites.LoadedCase) -> bool:
+    def has_own_affinity(case: load.LoadedCase) -> bool:
         target = target_of(case)
         pod_spec = get_path(case.object, target.pod_spec) if target and target.pod_spec else None
         native = get_path(case.object, ("spec", "scheduling"))

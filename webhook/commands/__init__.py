@@ -1,1 +1,8 @@
-""""""
+"""The command-line verbs, one module each: ``HELP``, ``configure(parser)`` and ``run(args) -> int``.
+
+Modules import heavy dependencies (aiohttp, the kubernetes client) inside ``run``, so that
+``placement-webhook lint`` does not pay for the server.
+"""
+
+# In the order ``--help`` lists them.
+NAMES = ("serve", "mutate", "lint", "schema", "test", "certs")

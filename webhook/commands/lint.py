@@ -1,65 +1,50 @@
-"""The ``lint`` and ``schema`` commands.
+"""``placement-webhook lint``: validate policy files exactly as the server loads them.
 
-``lint`` loads a policy set exactly as the server would (every error at once, as
-``file:line: field: message``) and then looks across policies for what loading cannot
-see: two policies that can select the same object but set a scheduling field to different
-values, and policies (or parts of them) that can never apply to anything.
+Every error at once, as ``file:line: field: message``; then the findings across policies
+(``policy.lint``). Exit 0 when clean, 1 with errors or findings, 2 on usage errors.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from webhook.policy import loader
+from webhook.commands import common
+from webhook.exitcodes import Exit
+from webhook.policy import lint, loader
+from webhook.policy.errors import LoadError
 
-from webhook.policy import overlap
-
-from webhook.policy import model as policy
-from webhook.policy.loader import Loaded, LoadError
-from webhook.policy.errors import format_path
-from webhook.policy.policyset import Policy
-from webhook.kube.kinds import BUILTIN, KindConfigError, Targets, load_kinds_config
-
-__all__ = ["configure_lint", "configure_schema", "findings", "run_lint", "run_schema"]
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+HELP = "validate policy files"
 DEFAULT_PATH = "./policies"
-SCALAR_FIELDS = ("priorityClassName", "schedulerName", "preemptionPolicy")
-ACTIONS = ("placement", "scheduling", "rollout", "vm")
-INERT_OPERATIONS = frozenset({"DELETE", "CONNECT"})  # admission never mutates these
 
 
-def configure_lint(parser: argparse.ArgumentParser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help=f"policy files or folders (default: {DEFAULT_PATH})"
     )
-    parser.add_argument("--kinds-config", metavar="FILE", help="server configuration declaring extra kinds")
+    common.add_kinds_config(parser)
 
 
-def run_lint(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     paths: list[str] = list(args.paths) or [DEFAULT_PATH]
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         for path in missing:
-            print(f"placement-webhook lint: {path}: no such file or directory", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        targets = load_kinds_config(args.kinds_config) if args.kinds_config else BUILTIN
-    except KindConfigError as exc:
-        print(f"placement-webhook lint: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+            common.error("lint", f"{path}: no such file or directory")
+        return Exit.USAGE
+    targets = common.targets(args, "lint")
+    if targets is None:
+        return Exit.USAGE
     try:
         loaded = loader.load_with_sources(paths, targets=targets)
     except loader.PolicyLoadError as exc:
         return _report(exc.errors, "error")
-    problems = findings(loaded)
+    problems = lint.findings(loaded)
     if problems:
         return _report(problems, "finding")
     print(f"{len(loaded.policies)} policies OK")
-    return EXIT_OK
+    return Exit.OK
 
 
 def _report(problems: Sequence[LoadError], noun: str) -> int:
@@ -67,118 +52,4 @@ def _report(problems: Sequence[LoadError], noun: str) -> int:
         print(problem, file=sys.stderr)
     plural = "" if len(problems) == 1 else "s"
     print(f"{len(problems)} {noun}{plural}", file=sys.stderr)
-    return EXIT_FINDINGS
-
-
-def configure_schema(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Print the JSON Schema of PlacementPolicy (for editors and CI)."
-
-
-def run_schema(args: argparse.Namespace) -> int:
-    print(json.dumps(policy.schema(), indent=2))
-    return EXIT_OK
-
-
-def findings(loaded: Loaded) -> list[LoadError]:
-    """Cross-policy conflicts and never-applying policies, in file order."""
-    found = [f for p in loaded.policies for f in _never_applies(p, loaded)]
-    found += _conflicts(loaded)
-    return sorted(set(found), key=lambda e: (e.file, e.line, e.field, e.message))
-
-
-def _at(loaded: Loaded, p: Policy, *path: str | int) -> tuple[str, int, str]:
-    doc, base = loaded.sources[p.name], loaded.bases[p.name]
-    full = base + tuple(path)
-    return doc.file, doc.line_of(full), format_path(full)
-
-
-def _finding(loaded: Loaded, p: Policy, path: Sequence[str | int], message: str) -> LoadError:
-    file, line, field = _at(loaded, p, *path)
-    return LoadError(file, line, field, message)
-
-
-def _conflicts(loaded: Loaded) -> list[LoadError]:
-    """Pairs of policies that can select one object and set a scalar field differently."""
-    targets = loaded.policies.targets
-    out: list[LoadError] = []
-    for field in SCALAR_FIELDS:
-        # Audit policies change nothing, so they cannot fight over a field.
-        setters = [
-            p for p in loaded.policies
-            if p.enforcement == "patch" and field in (p.spec.get("scheduling") or {})
-        ]
-        for i, later in enumerate(setters):
-            mine = later.spec["scheduling"][field]
-            for earlier in setters[:i]:
-                theirs = earlier.spec["scheduling"][field]
-                if theirs != mine and overlap.can_overlap(earlier, later, targets=targets):
-                    out.append(_conflict(loaded, earlier, later, field))
-    return out
-
-
-def _conflict(loaded: Loaded, earlier: Policy, later: Policy, field: str) -> LoadError:
-    theirs = earlier.spec["scheduling"][field]
-    file, line, _ = _at(loaded, earlier, "spec", "scheduling", field)
-    message = (
-        f"conflicts with policy {earlier.name!r} ({file}:{line}), which sets {theirs!r} "
-        "for objects both can select; which value wins depends on order and onConflict"
-    )
-    return _finding(loaded, later, ("spec", "scheduling", field), message)
-
-
-def _never_applies(p: Policy, loaded: Loaded) -> Iterator[LoadError]:
-    """Findings for a policy, or parts of one, that can never change anything."""
-    for path, message in _dead_parts(p, loaded.policies.targets):
-        yield _finding(loaded, p, path, message)
-
-
-def _dead_parts(p: Policy, targets: Targets) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    yield from _unselectable(p, targets)
-    yield from _empty_actions(p)
-    kinds = overlap.effective_kinds(p, targets)
-    if p.targets is None or not kinds:
-        return
-    names = ", ".join(sorted(t.kind for t in kinds))
-    if "rollout" in p.spec and not any(t.rollout for t in kinds):
-        yield ("spec", "rollout"), f"rollout applies to Deployments only; this policy selects {names}"
-    if "vm" in p.spec and not any(t.kubevirt for t in kinds):
-        yield ("spec", "vm"), f"vm applies to KubeVirt kinds only; this policy selects {names}"
-    spread = (p.spec.get("placement") or {}).get("podAntiAffinity", {}).get("spread")
-    if spread and not any(t.self_spread for t in kinds):
-        yield (
-            ("spec", "placement", "podAntiAffinity", "spread"),
-            f"spread has no effect: {names} already run one pod per node",
-        )
-
-
-def _unselectable(p: Policy, targets: Targets) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    match = p.spec.get("match") or {}
-    if not overlap.effective_kinds(p, targets):
-        yield ("spec", "exclude", "kinds"), "every kind the policy matches is excluded; it can never apply"
-    ops = overlap.effective_operations(p)
-    if ops <= INERT_OPERATIONS:
-        listed = ", ".join(sorted(ops)) or "no operation"
-        yield ("spec", "match", "operations"), f"{listed} only: admission never mutates these, so it can never apply"
-    excluded = list(match.get("excludeNamespaces") or ()) + list(_only_exclude(p, "namespaces"))
-    if not overlap.uncovered_globs(match.get("namespaces"), excluded):
-        yield ("spec", "match", "namespaces"), "every namespace the policy matches is excluded; it can never apply"
-    if not overlap.uncovered_globs(match.get("names"), _only_exclude(p, "names")):
-        yield ("spec", "match", "names"), "every name the policy matches is excluded; it can never apply"
-    for field in ("selector", "podSelector", "namespaceSelector"):
-        if not overlap.selector_satisfiable(match.get(field)):
-            yield ("spec", "match", field), f"{field} contradicts itself; no object can match it"
-
-
-def _only_exclude(p: Policy, criterion: str) -> list[str]:
-    exclude = p.spec.get("exclude") or {}
-    return list(exclude.get(criterion) or ()) if set(exclude) == {criterion} else []
-
-
-def _empty_actions(p: Policy) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    present = [name for name in ACTIONS if name in p.spec]
-    if not present:
-        yield ("spec",), "the policy does nothing: set placement, scheduling, rollout or vm"
-        return
-    for name in present:
-        if not p.spec[name]:
-            yield ("spec", name), f"{name} is empty; remove it or give it content"
+    return Exit.FINDINGS

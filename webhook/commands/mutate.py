@@ -22,16 +22,20 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
-from webhook.engine import review
+from webhook.commands import common
+from webhook.engine import codec, review
+from webhook.exitcodes import Exit
+from webhook.files import walk
+from webhook.kube import objects
 
 if TYPE_CHECKING:
-    from webhook.engine.admission import Outcome
     from webhook.cluster.view import ClusterView
+    from webhook.engine.admission import Outcome
     from webhook.policy.policyset import PolicySet
 
 OUTPUTS = ("yaml", "json", "patch", "diff", "review")
 INPUT_SUFFIXES = (".yaml", ".yml", ".json")
-EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
+HELP = "dry-run: show what admission does to manifests"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -46,7 +50,7 @@ def to_yaml(obj: Any) -> str:
     return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
 
 
-def configure_mutate(parser: argparse.ArgumentParser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-f", "--filename", dest="files", metavar="PATH", action="extend", nargs="+", required=True,
         help="manifest file, folder (recursive: *.yaml *.yml *.json) or - for stdin; repeatable",
@@ -82,21 +86,11 @@ class Item:
 
     @property
     def label(self) -> str:
-        return describe(self.request.object or {}, self.request)
+        req = self.request
+        return objects.describe(req.object or {}, kind=req.kind, namespace=req.namespace, name=req.name)
 
 
-def describe(obj: dict[str, Any], request: review.Request | None = None) -> str:
-    """``Kind/namespace/name`` (``Kind/name`` without a namespace) for messages."""
-    meta = obj.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    kind = obj.get("kind") or (request.kind if request else "") or "(no kind)"
-    name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else None)
-    name = name or (request.name if request else None) or "(unnamed)"
-    namespace = (request.namespace if request else None) or meta.get("namespace")
-    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
-
-
-def run_mutate(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from webhook.engine import admission
 
     setup = _setup(args)
@@ -111,17 +105,16 @@ def run_mutate(args: argparse.Namespace) -> int:
             errors.count += 1
         items.append(item)
     _print(items, args.output, sys.stdout)
-    return EXIT_INPUT if errors.count else EXIT_OK
+    return Exit.FINDINGS if errors.count else Exit.OK
 
 
 def _setup(args: argparse.Namespace) -> tuple[PolicySet, ClusterView | None] | int:
     """The policy set and the optional cluster view, or an exit code after a usage error."""
     from webhook.policy import loader
-    from webhook.kube import kinds as targets
-    try:
-        kinds = targets.load_kinds_config(args.kinds_config) if args.kinds_config else targets.BUILTIN
-    except targets.KindConfigError as exc:
-        return _usage(str(exc))
+
+    kinds = common.targets(args, "mutate")
+    if kinds is None:
+        return Exit.USAGE
     paths = args.policies or ["policies"]
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
@@ -139,21 +132,21 @@ def _setup(args: argparse.Namespace) -> tuple[PolicySet, ClusterView | None] | i
 
 
 def _cluster_view(paths: list[str]) -> ClusterView | int:
-    from webhook.cluster import view as cluster
-    from webhook.files import documents as yamlsrc
+    from webhook.cluster.view import StaticClusterView
+    from webhook.files import documents
 
-    objects: list[Any] = []
+    found: list[Any] = []
     for path in paths:
         try:
-            objects.extend(doc.data for doc in yamlsrc.load_file(path))
-        except yamlsrc.YamlError as exc:
+            found.extend(doc.data for doc in documents.load_file(path))
+        except documents.YamlError as exc:
             return _usage(str(exc))
-    return cluster.StaticClusterView.from_objects(o for o in objects if isinstance(o, dict))
+    return StaticClusterView.from_objects(found)
 
 
 def _usage(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
-    return EXIT_USAGE
+    return Exit.USAGE
 
 
 class InputErrors:
@@ -206,7 +199,7 @@ def _doc_requests(data: Any, where: str, args: argparse.Namespace) -> Iterator[t
     if data.get("kind") == "AdmissionReview":
         yield where, review.parse(data)
         return
-    if data.get("kind", "").endswith("List") and isinstance(data.get("items"), list):
+    if objects.is_list(data):
         for i, item in enumerate(data["items"]):
             yield from _doc_requests(item, f"{where} item {i}", args)
         return
@@ -233,26 +226,19 @@ def _documents(paths: Iterable[str], *, on_error: Callable[[str], None]) -> Iter
 
 
 def _expand(paths: Iterable[str], *, on_error: Callable[[str], None]) -> list[str]:
-    """Files in argument order; folders expand to their manifests, sorted, recursively,
-    skipping hidden entries (``.git``, ConfigMap ``..data`` links)."""
+    """Files in argument order (``-`` is standard input); folders expand to their manifests."""
     files: list[str] = []
     for raw in paths:
-        path = Path(raw)
         if raw == "-":
             files.append(raw)
-        elif path.is_dir():
-            files.extend(
-                str(p)
-                for p in sorted(path.rglob("*"))
-                if p.is_file()
-                and p.suffix.lower() in INPUT_SUFFIXES
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
-        elif path.is_file():
-            files.append(raw)
         else:
-            on_error(f"{raw}: no such file or directory")
+            found = walk.find([raw], accept=_is_manifest, on_missing=lambda exc: on_error(str(exc)))
+            files.extend(str(f) for f in found)
     return files
+
+
+def _is_manifest(name: str) -> bool:
+    return name.lower().endswith(INPUT_SUFFIXES)
 
 
 def _print(items: list[Item], output: str, out: TextIO) -> None:
@@ -295,4 +281,7 @@ def _print_diff(items: list[Item], out: TextIO) -> None:
 
 
 def _print_review(items: list[Item], out: TextIO) -> None:
-    out.writelines(json.dumps(review.respond(item.request, item.outcome), indent=2) + "\n" for item in items)
+    for item in items:
+        patch = codec.dumps(item.outcome.patch) if item.outcome.patch else b""
+        answer = review.respond(item.request, patch=patch, warnings=item.outcome.warnings)
+        out.write(json.dumps(answer, indent=2) + "\n")

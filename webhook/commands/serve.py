@@ -1,4 +1,4 @@
-"""The ``serve`` command: configuration from flags and ``PLACEMENT_WEBHOOK_*`` variables.
+"""``placement-webhook serve``: the admission server, configured by flags and ``PLACEMENT_WEBHOOK_*``.
 
 Every flag has an environment variable named after it (``--tls-cert`` ->
 ``PLACEMENT_WEBHOOK_TLS_CERT``); a flag given on the command line wins over its variable.
@@ -16,11 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from webhook.commands import common
+from webhook.exitcodes import Exit
+from webhook.kube.kinds import Targets
+from webhook.server.config import ServerConfig
+
 ENV_PREFIX = "PLACEMENT_WEBHOOK_"
 DEV_CERTS = Path("certs")
 DEV_POLICIES = Path("policies")
 DEV_EXAMPLE = Path("examples/review-deployment-v1.json")
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+HELP = "run the admission server"
 
 
 class ConfigError(ValueError):
@@ -98,7 +103,7 @@ OPTIONS = (
 )
 
 
-def configure_serve(parser: argparse.ArgumentParser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     for opt in OPTIONS:
         text = f"{opt.help} [env {opt.env}" + (f"; default {_shown(opt.default)}]" if opt.default not in (None, False) else "]")
         if opt.parse is _bool:
@@ -146,38 +151,29 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, A
     return values
 
 
-def run_serve(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from webhook.server import logs
 
     try:
         values = resolve(args, os.environ)
-        targets = _targets(values["kinds_config"])
     except ConfigError as exc:
-        print(f"placement-webhook serve: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        common.error("serve", str(exc))
+        return Exit.USAGE
+    targets = common.targets(argparse.Namespace(kinds_config=values["kinds_config"]), "serve")
+    if targets is None:
+        return Exit.USAGE
     logs.setup(values["log_level"])
     if values["dev"]:
         _prepare_dev(values)
     return _serve(values, targets)
 
 
-def _targets(kinds_config: Path | None) -> Any:
-    from webhook.kube import kinds as targets
-
-    if kinds_config is None:
-        return targets.BUILTIN
-    try:
-        return targets.load_kinds_config(kinds_config)
-    except targets.KindConfigError as exc:
-        raise ConfigError(str(exc)) from exc
-
-
-def _serve(values: dict[str, Any], targets: Any) -> int:
+def _serve(values: dict[str, Any], targets: Targets) -> int:
     import asyncio
 
-    from webhook.server import app as server
+    from webhook.server import app
 
-    config = server.ServerConfig(
+    config = ServerConfig(
         policies=tuple(values["policies"]),
         tls_cert=values["tls_cert"],
         tls_key=values["tls_key"],
@@ -191,10 +187,10 @@ def _serve(values: dict[str, Any], targets: Any) -> int:
     )
     on_ready = _print_dev_example if values["dev"] else None
     try:
-        return asyncio.run(server.serve(config, on_ready=on_ready))
+        return asyncio.run(app.serve(config, on_ready=on_ready))
     except OSError as exc:  # the port is taken, the address does not exist, ...
-        print(f"placement-webhook serve: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        common.error("serve", str(exc))
+        return Exit.FINDINGS
 
 
 def _prepare_dev(values: dict[str, Any]) -> None:
@@ -211,11 +207,11 @@ def _prepare_dev(values: dict[str, Any]) -> None:
 
 
 def _expires_soon(cert: Path) -> bool:
-    from webhook.server import certs
+    from webhook.server import tls
 
     try:
-        info = certs.describe(cert.read_bytes())
-    except (OSError, certs.CertificateError):
+        info = tls.describe(cert.read_bytes())
+    except (OSError, tls.CertificateError):
         return True
     return info.not_after - dt.datetime.now(dt.UTC) < dt.timedelta(days=1)
 

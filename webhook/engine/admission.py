@@ -2,8 +2,8 @@
 
 The server, the dry-run CLI and the policy test suites all call ``admit``, so they can
 never disagree. ``admit`` never raises for a bad object: a failing policy is reported as
-a warning and left out (``engine.PlacementError``), anything unexpected fails open with
-``result="error"`` and no patch (SPEC 4.2).
+a warning and left out (``context.PlacementError``), anything unexpected fails open with
+``result="error"`` and no patch.
 """
 from __future__ import annotations
 
@@ -14,16 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from webhook import ANNOTATION_SKIP
-
-from webhook.engine import placement as engine
-
-from webhook.engine import matching
-
-from webhook.engine import patching
-from webhook.policy.policyset import Policy, PolicySet
-from webhook.engine.review import Request, clip, clip_all
-from webhook.kube.kinds import Target
+from webhook.engine import matching, patching, placement
+from webhook.engine.context import PlacementError
+from webhook.engine.review import Request
 from webhook.engine.working import record_applied, working_copy
+from webhook.kube.kinds import Target
+from webhook.kube.warnings import clip, clip_all
+from webhook.policy.policyset import Policy, PolicySet
 
 if TYPE_CHECKING:
     from webhook.cluster.view import ClusterView
@@ -32,12 +29,20 @@ log = logging.getLogger(__name__)
 
 RESULTS = ("patched", "unchanged", "skipped", "ignored", "error")
 
-# The two calls through which admission reaches matching and the engine for each policy.
-# They are looked up here on every call, so tests can replace them to check orchestration
-# (order, audit mode, failures, settling) apart from engine semantics; in the compiled
-# build a direct call into another compiled module is bound early and cannot be replaced.
-apply_policy: Callable[..., engine.Applied] = engine.apply_policy
-selects: Callable[[Policy, matching.Subject], matching.Verdict] = matching.selects
+NO_POLICY_SET = "placement-webhook: no valid policy set is loaded; nothing was applied"
+
+
+@dataclass(frozen=True, slots=True)
+class Steps:
+    """The two calls through which admission reaches matching and the engine for each
+    policy. Tests pass their own to check orchestration (order, audit mode, failures,
+    settling) apart from engine semantics."""
+
+    selects: Callable[[Policy, matching.Subject], matching.Verdict] = matching.selects
+    apply: Callable[..., placement.Applied] = placement.apply_policy
+
+
+ENGINE = Steps()
 
 
 @dataclass(slots=True)
@@ -53,25 +58,38 @@ class Outcome:
     error: str | None = None  # engine error (fail open for this object)
     failed: list[str] = field(default_factory=list)  # policies that raised PlacementError
     reason: str = ""  # why the object was ignored or skipped, for logs and the CLI
+    target: Target | None = None  # the kind as the policy set knows it; None: not a workload kind
 
 
-def admit(request: Request, *, policies: PolicySet, cluster: ClusterView | None = None) -> Outcome:
-    """Run the policy set over the request's object and return the patch and warnings."""
+def admit(
+    request: Request, *, policies: PolicySet, cluster: ClusterView | None = None, steps: Steps = ENGINE
+) -> Outcome:
+    """Run the policy set over the request's object and return the patch and warnings.
+
+    The one place admission fails open: whatever goes wrong, the object is admitted
+    unchanged with a warning, and ``result`` says ``error``.
+    """
+    target = policies.targets.lookup(request.group, request.kind)
     try:
-        return _admit(request, policies, cluster)
-    except Exception as exc:  # fail open per object (SPEC 4.2): never block a workload on our bug
+        outcome = _admit(request, policies, cluster, target, steps)
+    except Exception as exc:  # fail open per object: never block a workload on our bug
         log.exception("admission failed for %s %s/%s", request.kind, request.namespace, request.name)
-        return Outcome(
+        outcome = Outcome(
             object=request.object,
             patch=[],
             warnings=[clip(f"placement-webhook: internal error, object admitted unchanged: {exc}")],
             result="error",
             error=f"{type(exc).__name__}: {exc}",
         )
+    outcome.target = target
+    if not policies.loaded:
+        outcome.warnings.append(NO_POLICY_SET)
+    return outcome
 
 
-def _admit(request: Request, policies: PolicySet, cluster: ClusterView | None) -> Outcome:
-    target = policies.targets.lookup(request.group, request.kind)
+def _admit(
+    request: Request, policies: PolicySet, cluster: ClusterView | None, target: Target | None, steps: Steps
+) -> Outcome:
     ignored = _ignore_reason(request, target)
     if ignored or target is None or request.object is None:
         return Outcome(object=request.object, patch=[], warnings=[], result="ignored", reason=ignored)
@@ -88,7 +106,7 @@ def _admit(request: Request, policies: PolicySet, cluster: ClusterView | None) -
     # converged object makes the second admission of the output an empty patch. A set with
     # no such policy is settled after one pass, and most sets are like that.
     settling = any(_reads_others_output(p) for p in candidates)
-    run = _Run(request=request, target=target, cluster=cluster, settling=settling)
+    run = _Run(request=request, target=target, cluster=cluster, settling=settling, steps=steps)
     if not settling:
         run.run_pass(candidates)
         return run.finish()
@@ -148,10 +166,10 @@ class _Run:
     """The state of one admission: the working copy and what each policy did to it."""
 
     def __init__(
-        self, *, request: Request, target: Target, cluster: ClusterView | None, settling: bool
+        self, *, request: Request, target: Target, cluster: ClusterView | None, settling: bool, steps: Steps
     ) -> None:
         assert request.object is not None
-        self.request, self.target, self.cluster = request, target, cluster
+        self.request, self.target, self.cluster, self.steps = request, target, cluster, steps
         self.original: dict[str, Any] = request.object
         # Built when a policy first runs: most reviews match no policy and need no copy.
         self._working: dict[str, Any] | None = None
@@ -211,7 +229,7 @@ class _Run:
         return self._subject
 
     def consider(self, policy: Policy) -> None:
-        verdict = selects(policy, self.subject())
+        verdict = self.steps.selects(policy, self.subject())
         if verdict.undecided:
             self.warnings.append(f"{policy.name}: {verdict.reason}")
         if not verdict.matched:
@@ -221,13 +239,13 @@ class _Run:
         else:
             self._enforce(policy)
 
-    def _apply(self, obj: dict[str, Any], policy: Policy) -> engine.Applied:
-        return apply_policy(obj, policy=policy, target=self.target, cluster=self.cluster)
+    def _apply(self, obj: dict[str, Any], policy: Policy) -> placement.Applied:
+        return self.steps.apply(obj, policy=policy, target=self.target, cluster=self.cluster)
 
     def _enforce(self, policy: Policy) -> None:
         try:
             result = self._apply(self.working, policy)
-        except engine.PlacementError as exc:
+        except PlacementError as exc:
             self.warnings.append(f"{policy.name}: not applied: {exc}")
             self.failed.add(policy.name)
             self._replay()
@@ -253,7 +271,7 @@ class _Run:
         scratch = working_copy(base, self.target)
         try:
             result = self._apply(scratch, policy)
-        except engine.PlacementError as exc:
+        except PlacementError as exc:
             self.warnings.append(f"{policy.name}: audit: would fail: {exc}")
             return
         self.warnings.extend(f"(audit) {w}" for w in result.warnings)
@@ -276,7 +294,7 @@ class _Run:
 
     def diverged(self) -> Outcome:
         """Policies that keep undoing each other (two ``replace`` policies on one field
-        group): an engine error for this object, admitted unchanged (SPEC 4.2)."""
+        group): an engine error for this object, admitted unchanged."""
         fighting = sorted(set(self.changed_in_pass))
         text = f"policies never settle ({', '.join(fighting)}); object admitted unchanged"
         return Outcome(

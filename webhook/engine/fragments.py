@@ -1,4 +1,4 @@
-"""A policy's placement compiled to concrete Kubernetes fragments (SPEC 3.2, 3.3, 3.5).
+"""A policy's placement compiled to concrete Kubernetes fragments.
 
 Everything here depends on the policy alone, so ``compiled(policy)`` computes it once and
 memoises it in ``policy.cache``. The fragments are shared between objects: callers copy
@@ -10,19 +10,16 @@ are ORed, each an AND of expressions, exactly the shape of ``nodeSelectorTerms``
 from __future__ import annotations
 
 import itertools
-import marshal
-import math
-import re
-import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Final
+from typing import Any
 
 from webhook import PREFIX
+from webhook.kube.quantity import QuantityError, ceil_scaled
 from webhook.policy.policyset import Policy
 
-MAX_TERMS = 64  # SPEC 3.2: more ANDed terms than this is an error for that object
+MAX_TERMS = 64  # more ANDed terms than this is an error for that object (docs/policies.md)
 CACHE_KEY = "engine.compiled"
 
 Term = dict[str, Any]
@@ -32,67 +29,14 @@ class CompileError(ValueError):
     """The policy cannot be compiled (the engine reports it per object)."""
 
 
-# Kubernetes resource.Quantity suffixes (k8s.io/apimachinery/pkg/api/resource).
-_SUFFIXES: dict[str, Fraction] = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 10**3),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    **{s: Fraction(2 ** (10 * (i + 1))) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
-}
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|([a-zA-Z]*))$")
-
-
-def parse_quantity(text: str) -> Fraction:
-    """A Kubernetes quantity (``500m``, ``4Gi``, ``1.5``, ``1e3``) as an exact number."""
-    m = _QUANTITY.match(text.strip())
-    if not m or (m.group(3) or "") not in _SUFFIXES:
-        raise CompileError(f"{text!r} is not a Kubernetes quantity")
-    number = Fraction(m.group(1))
-    if m.group(2):
-        return number * Fraction(10) ** int(m.group(2)[1:])
-    return number * _SUFFIXES[m.group(3) or ""]
-
-
-def ceil_scaled(text: str, unit: Fraction | int) -> int:
-    """The quantity in ``unit``s, rounded up: at least q is at least ceil(q / unit) units."""
-    return math.ceil(parse_quantity(text) / Fraction(unit))
-
-
 def copy_json(value: Any) -> Any:
-    """A deep copy of plain JSON data, several times faster than ``copy.deepcopy``.
-
-    Fragments are copied into every object a policy applies to, so this is on the hot path.
-    Compiled (``setup.py``), the recursion below is native code and the fastest way, ~3.5x
-    faster than ``marshal``. Interpreted, ``marshal`` copies plain data in C, twice as fast
-    as recursing in Python; its format 2 has no back-references, so no two places of the
-    copy share an object even when they did in ``value``. Data it does not handle (a
-    Mapping subclass) is copied by recursion.
-    """
-    if _NATIVE:
-        return _copy_json(value)
-    try:
-        return marshal.loads(marshal.dumps(value, 2))
-    except ValueError:
-        return _copy_json(value)
-
-
-def _copy_json(value: Any) -> Any:
+    """A deep copy of plain JSON data (fragments are shared between objects; callers copy
+    them before putting them into one)."""
     if isinstance(value, dict):
-        return {k: _copy_json(v) for k, v in value.items()}
+        return {k: copy_json(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy_json(v) for v in value]
+        return [copy_json(v) for v in value]
     return value
-
-
-# Whether this module runs compiled: a native function is not a Python function object.
-_NATIVE: Final = not isinstance(_copy_json, types.FunctionType)
 
 
 # --- expressions and terms, compared semantically -------------------------------------
@@ -290,7 +234,10 @@ def resource_required(resources: Mapping[str, Any]) -> list[Term]:
     exprs: list[Term] = []
     for req in resources.get("requiredResources") or ():
         label, unit = _AVAILABLE[str(req.get("resourceType"))]
-        amount = ceil_scaled(str(req.get("minAvailable")), unit)
+        try:
+            amount = ceil_scaled(str(req.get("minAvailable")), unit)
+        except QuantityError as exc:
+            raise CompileError(str(exc)) from exc
         exprs.append({"key": PREFIX + label, "operator": "Gt", "values": [str(amount - 1)]})
     return [{"matchExpressions": dedupe(exprs, expr_key)}] if exprs else []
 
@@ -339,8 +286,6 @@ def compiled(policy: Policy) -> Compiled:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             # The loader validates policies; a spec built some other way that slipped past
             # it fails every object it matches (open, per object) instead of crashing.
-            # (Each clause names its exception differently: compiled by mypyc, one name
-            # is one typed variable.)
             cached = Compiled(error=f"policy cannot be compiled: {type(exc).__name__}: {exc}")
         policy.cache[CACHE_KEY] = cached
     return cached  # type: ignore[no-any-return]

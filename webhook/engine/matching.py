@@ -1,4 +1,4 @@
-"""Does a policy select an object? Pure predicates over a ``Subject`` (SPEC 3, match/exclude).
+"""Does a policy select an object? Pure predicates over a ``Subject`` (``match`` and ``exclude``).
 
 Each criterion of a ``match`` or ``exclude`` block becomes one small predicate that
 returns ``None`` when it holds and a human reason when it does not; an unset criterion
@@ -9,7 +9,7 @@ Decisions where Kubernetes offers no rule:
 - ``match.operations`` defaults to CREATE and UPDATE; ``exclude.operations`` to any.
 - An object without a namespace (cluster-scoped kinds from a kinds config) never matches
   ``namespaces`` or ``namespaceSelector`` and is never removed by ``excludeNamespaces``.
-- ``namespaceSelector`` needs namespace labels from the cluster view (SPEC 4.4). Without
+- ``namespaceSelector`` needs namespace labels from the cluster view. Without
   one, or for a namespace it does not know, the criterion does not hold and the verdict is
   marked ``undecided`` so admission can say why the policy was left out.
 - An ``exclude`` block with no criteria excludes nothing.
@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
+from webhook.kube import selectors
+from webhook.kube.kinds import Target, refers_to
+from webhook.kube.pointers import get_path
 from webhook.policy.policyset import Policy, PolicySet
-from webhook.kube.kinds import Target, get_path
 
 if TYPE_CHECKING:  # the cluster view is only consulted through its protocol
     from webhook.cluster.view import ClusterView
@@ -33,12 +35,7 @@ _NO_LABELS: Mapping[str, str] = {}
 
 @dataclass(slots=True)
 class Subject:
-    """What matching looks at: the object's identity, labels and request context.
-
-    Read only. Not ``frozen``: a frozen dataclass sets each field through
-    ``object.__setattr__``, which makes it ~2.5x dearer to build, and one is built per
-    policy that changes the object.
-    """
+    """What matching looks at: the object's identity, labels and request context (read only)."""
 
     target: Target
     operation: str
@@ -235,21 +232,7 @@ def compile_criteria(
     return preds
 
 
-def kind_ref_matches(ref: str, target: Target) -> bool:
-    """Whether a kinds entry (``Kind``, ``group/Kind``, ``version/Kind``, ``group/version/Kind``)
-    names ``target``. Versions of one group/kind are the same resource, as in ``Targets.resolve``."""
-    parts = ref.split("/")
-    if parts[-1] != target.kind:
-        return False
-    if len(parts) == 1:
-        return True
-    if len(parts) == 2:
-        return parts[0] == target.group or (target.group == "" and parts[0] == target.version)
-    return len(parts) == 3 and parts[0] == target.group
-
-
 def _targets_pred(targets: frozenset[Target], kinds: Sequence[str]) -> Predicate:
-    # (group, kind) pairs: hashing two interned strings is far cheaper than hashing a Target.
     wanted = frozenset((t.group, t.kind) for t in targets)
 
     def pred(s: Subject) -> _Miss | None:
@@ -262,7 +245,7 @@ def _targets_pred(targets: frozenset[Target], kinds: Sequence[str]) -> Predicate
 
 def _kinds_pred(kinds: Sequence[str]) -> Predicate:
     def pred(s: Subject) -> _Miss | None:
-        if any(kind_ref_matches(ref, s.target) for ref in kinds):
+        if any(refers_to(ref, s.target) for ref in kinds):
             return None
         return _Miss(lambda: f"kind {s.target.describe()} is not in kinds {_show(kinds)}")
 
@@ -333,9 +316,9 @@ def _annotations_pred(wanted: Mapping[str, str]) -> Predicate:
 def _selector_pred(selector: Mapping[str, Any], field: str, labels_of: Callable[[Subject], Mapping[str, Any]]) -> Predicate:
     def pred(s: Subject) -> _Miss | None:
         labels = labels_of(s)
-        if selector_matches(selector, labels):
+        if selectors.matches(selector, labels):
             return None
-        return _Miss(lambda: f"{field}: {selector_mismatch(selector, labels)}")
+        return _Miss(lambda: f"{field}: {selectors.mismatch(selector, labels)}")
 
     return pred
 
@@ -349,72 +332,11 @@ def _namespace_selector_pred(selector: Mapping[str, Any]) -> Predicate:
         labels = s.cluster.namespace_labels(s.namespace)
         if labels is None:
             return _Miss(lambda: f"namespaceSelector: namespace {s.namespace} is unknown to the cluster view", True)
-        if selector_matches(selector, labels):
+        if selectors.matches(selector, labels):
             return None
-        return _Miss(lambda: f"namespaceSelector: namespace {s.namespace}: {selector_mismatch(selector, labels)}")
+        return _Miss(lambda: f"namespaceSelector: namespace {s.namespace}: {selectors.mismatch(selector, labels)}")
 
     return pred
-
-
-def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    """Whether ``labels`` satisfy a Kubernetes LabelSelector (see ``selector_mismatch``)."""
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or ():
-        key, op = expr.get("key", ""), expr.get("operator", "")
-        if op == "In":
-            ok = key in labels and labels[key] in (expr.get("values") or ())
-        elif op == "NotIn":
-            ok = key not in labels or labels[key] not in (expr.get("values") or ())
-        elif op == "Exists":
-            ok = key in labels
-        elif op == "DoesNotExist":
-            ok = key not in labels
-        else:  # the loader rejects other operators; never select on one we do not know
-            ok = False
-        if not ok:
-            return False
-    return True
-
-
-def selector_mismatch(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> str | None:
-    """Why ``labels`` fail a Kubernetes LabelSelector, or None when they satisfy it.
-
-    Kubernetes semantics: matchLabels and matchExpressions are ANDed; an empty selector
-    selects everything; ``NotIn`` and ``DoesNotExist`` hold when the key is absent.
-    """
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return f"label {key}={value} required, found {_label(labels, key)}"
-    for expr in selector.get("matchExpressions") or ():
-        why = _expression_mismatch(expr, labels)
-        if why is not None:
-            return why
-    return None
-
-
-def _expression_mismatch(expr: Mapping[str, Any], labels: Mapping[str, Any]) -> str | None:
-    key, op = expr.get("key", ""), expr.get("operator", "")
-    values = expr.get("values") or ()
-    present = key in labels
-    if op == "In":
-        ok = present and labels[key] in values
-    elif op == "NotIn":
-        ok = not present or labels[key] not in values
-    elif op == "Exists":
-        ok = present
-    elif op == "DoesNotExist":
-        ok = not present
-    else:
-        return f"unknown operator {op!r} for label {key}"
-    if ok:
-        return None
-    return f"label {key} {op} {_show(values)} does not hold (found {_label(labels, key)})".replace(" []", "")
-
-
-def _label(labels: Mapping[str, Any], key: str) -> str:
-    return f"{key}={labels[key]}" if key in labels else "no such label"
 
 
 def _show(values: Sequence[Any]) -> str:

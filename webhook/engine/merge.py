@@ -1,7 +1,7 @@
 """Fold compiled fragments into an object under the ``onConflict`` rules (SPEC 3.2).
 
 Each function owns one field group of a pod spec (or of Wukong's scheduling block) and edits
-the container it is given in place, reporting to a ``Report``:
+the container it is given in place, reporting through the policy's ``context.Context``:
 
 - ``merge`` is additive: required node affinity is ANDed into every existing term, list
   entries are appended unless an equal one exists, map keys and scalars are set only when
@@ -14,9 +14,9 @@ Containers are created only when something is added to them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from webhook.engine.context import KEEP, MERGE, REPLACE, Context, PlacementError
 from webhook.engine.fragments import (
     MAX_TERMS,
     Term,
@@ -28,22 +28,6 @@ from webhook.engine.fragments import (
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-MERGE, KEEP, REPLACE = "merge", "keep", "replace"
-
-
-class PlacementError(Exception):
-    """The policy cannot be applied to this object; the object is left as it was."""
-
-
-@dataclass(slots=True)
-class Report:
-    """What applying one policy did: whether anything changed, and what to tell the user."""
-
-    changed: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-    def warn(self, message: str) -> None:
-        self.warnings.append(message)
 
 
 def mapping(container: Mapping[str, Any], key: str, *, where: str) -> dict[str, Any] | None:
@@ -201,19 +185,17 @@ def node_affinity(
     *,
     required: Sequence[Term] | None,
     preferred: Sequence[Term],
-    mode: str,
-    report: Report,
-    where: str,
+    ctx: Context,
     key: str = "affinity",
 ) -> None:
     """Merge required/preferred node affinity into ``affinity_parent[key].nodeAffinity``."""
     if required is None and not preferred:
         return
-    affinity = mapping(affinity_parent, key, where=where) or {}
-    current = mapping(affinity, "nodeAffinity", where=f"{where}.{key}")
-    if mode == KEEP and current:
+    affinity = mapping(affinity_parent, key, where=ctx.where) or {}
+    current = mapping(affinity, "nodeAffinity", where=f"{ctx.where}.{key}")
+    if ctx.mode == KEEP and current:
         return
-    if mode == REPLACE or not current:
+    if ctx.mode == REPLACE or not current:
         wanted: dict[str, Any] = {}
         if required is not None:
             wanted[REQUIRED] = {"nodeSelectorTerms": copy_json(list(required))}
@@ -221,9 +203,9 @@ def node_affinity(
             wanted[PREFERRED] = copy_json(list(preferred))
         if current != wanted:
             ensure(affinity_parent, key)["nodeAffinity"] = wanted
-            report.changed = True
+            ctx.changed()
         return
-    _merge_node_affinity(current, required=required, preferred=preferred, report=report, where=where)
+    _merge_node_affinity(current, required=required, preferred=preferred, ctx=ctx)
 
 
 def _merge_node_affinity(
@@ -231,53 +213,50 @@ def _merge_node_affinity(
     *,
     required: Sequence[Term] | None,
     preferred: Sequence[Term],
-    report: Report,
-    where: str,
+    ctx: Context,
 ) -> None:
-    here = f"{where}.affinity.nodeAffinity"
+    here = f"{ctx.where}.affinity.nodeAffinity"
     if required is not None:
         req = mapping(current, REQUIRED, where=here)
         terms = sequence(req, "nodeSelectorTerms", where=here) if req is not None else None
         if not terms:
             current[REQUIRED] = {**(req or {}), "nodeSelectorTerms": copy_json(list(required))}
-            report.changed = True
+            ctx.changed()
         else:
             combined = and_into(terms, required)
             if combined is not None:
                 terms[:] = combined
-                report.changed = True
+                ctx.changed()
     if preferred:
         prefs = sequence(current, PREFERRED, where=here)
         if prefs is None:
             current[PREFERRED] = copy_json(list(preferred))
-            report.changed = True
+            ctx.changed()
         elif append_missing(prefs, preferred, preferred_key):
-            report.changed = True
+            ctx.changed()
 
 
 # --- other groups ---------------------------------------------------------------------
 
 
-def node_selector(
-    pod_spec: dict[str, Any], wanted: Mapping[str, str], *, mode: str, report: Report, where: str
-) -> None:
+def node_selector(pod_spec: dict[str, Any], wanted: Mapping[str, str], ctx: Context) -> None:
     if not wanted:
         return
-    current = mapping(pod_spec, "nodeSelector", where=where)
-    if mode == KEEP and current:
+    current = mapping(pod_spec, "nodeSelector", where=ctx.where)
+    if ctx.mode == KEEP and current:
         return
-    if mode == REPLACE or not current:
+    if ctx.mode == REPLACE or not current:
         if current != dict(wanted):
             pod_spec["nodeSelector"] = dict(wanted)
-            report.changed = True
+            ctx.changed()
         return
     for k, v in wanted.items():
         have = current.get(k)
         if have is None:
             current[k] = v
-            report.changed = True
+            ctx.changed()
         elif str(have) != v:
-            report.warn(f"nodeSelector {k}={have} kept (policy wants {v})")
+            ctx.warn(f"nodeSelector {k}={have} kept (policy wants {v})")
 
 
 def pod_terms(
@@ -286,18 +265,16 @@ def pod_terms(
     *,
     required: Sequence[Term],
     preferred: Sequence[Term],
-    mode: str,
-    report: Report,
-    where: str,
+    ctx: Context,
 ) -> None:
     """Merge pod affinity or anti-affinity terms into ``affinity.<group>``."""
     if not required and not preferred:
         return
-    affinity = mapping(pod_spec, "affinity", where=where) or {}
-    current = mapping(affinity, group, where=f"{where}.affinity")
-    if mode == KEEP and current:
+    affinity = mapping(pod_spec, "affinity", where=ctx.where) or {}
+    current = mapping(affinity, group, where=f"{ctx.where}.affinity")
+    if ctx.mode == KEEP and current:
         return
-    if mode == REPLACE or not current:
+    if ctx.mode == REPLACE or not current:
         wanted: dict[str, Any] = {}
         if required:
             wanted[REQUIRED] = copy_json(list(required))
@@ -305,41 +282,40 @@ def pod_terms(
             wanted[PREFERRED] = copy_json(list(preferred))
         if current != wanted:
             ensure(pod_spec, "affinity")[group] = wanted
-            report.changed = True
+            ctx.changed()
         return
     for field_name, items in ((REQUIRED, required), (PREFERRED, preferred)):
         if not items:
             continue
-        have = sequence(current, field_name, where=f"{where}.affinity.{group}")
+        have = sequence(current, field_name, where=f"{ctx.where}.affinity.{group}")
         if have is None:
             current[field_name] = copy_json(list(items))
-            report.changed = True
+            ctx.changed()
         elif append_missing(have, items, anti_term_key):
-            report.changed = True
+            ctx.changed()
 
 
-def tolerations(pod_spec: dict[str, Any], wanted: Sequence[Term], *, mode: str, report: Report, where: str) -> None:
+def tolerations(pod_spec: dict[str, Any], wanted: Sequence[Term], ctx: Context) -> None:
     if not wanted:
         return
-    current = sequence(pod_spec, "tolerations", where=where)
-    if mode == KEEP and current:
+    current = sequence(pod_spec, "tolerations", where=ctx.where)
+    if ctx.mode == KEEP and current:
         return
-    if mode == REPLACE or not current:
+    if ctx.mode == REPLACE or not current:
         if current != list(wanted):
             pod_spec["tolerations"] = copy_json(list(wanted))
-            report.changed = True
+            ctx.changed()
         return
     if append_missing(current, wanted, toleration_key, key_bucket):
-        report.changed = True
+        ctx.changed()
 
 
 def scalar(
     container: dict[str, Any],
     key: str,
     value: Any,
+    ctx: Context,
     *,
-    mode: str,
-    report: Report,
     defaults: tuple[Any, ...] = (),
 ) -> bool:
     """Set one scalar under the mode's rules; ``defaults`` are the values the API server
@@ -347,10 +323,10 @@ def scalar(
     current = container.get(key)
     if current == value:
         return False
-    if mode != REPLACE and current is not None and current not in defaults:
-        if mode == MERGE:
-            report.warn(f"{key} {current} kept (policy wants {value})")
+    if ctx.mode != REPLACE and current is not None and current not in defaults:
+        if ctx.mode == MERGE:
+            ctx.warn(f"{key} {current} kept (policy wants {value})")
         return False
     container[key] = value
-    report.changed = True
+    ctx.changed()
     return True

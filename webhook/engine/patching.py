@@ -11,25 +11,12 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
 from typing import Any
 
-from webhook.engine import codec
+from webhook.kube.pointers import escape
 
 Operation = dict[str, Any]
 _MISSING = object()
-
-
-def escape(key: str) -> str:
-    """One JSON-pointer reference token (RFC 6901: ``~`` -> ``~0``, then ``/`` -> ``~1``)."""
-    if "~" in key or "/" in key:
-        return key.replace("~", "~0").replace("/", "~1")
-    return key
-
-
-def pointer(path: Iterable[str | int]) -> str:
-    """The JSON pointer of a path of keys and list indexes (``()`` is the whole document)."""
-    return "".join("/" + escape(str(p)) for p in path)
 
 
 def diff(original: Any, mutated: Any) -> list[Operation]:
@@ -39,13 +26,8 @@ def diff(original: Any, mutated: Any) -> list[Operation]:
     return ops
 
 
-def encode(patch: list[Operation]) -> str:
-    """The patch as the AdmissionReview ``patch`` field: base64 of compact JSON."""
-    return base64.b64encode(codec.dumps(patch)).decode("ascii")
-
-
 def decode(data: str) -> list[Operation]:
-    """Inverse of ``encode`` (for tests and the dry-run review output)."""
+    """The patch of an AdmissionReview answer (base64 of its JSON), for tests and tools."""
     patch: Any = json.loads(base64.b64decode(data))
     if not isinstance(patch, list):
         raise ValueError("a JSON patch is a JSON array")

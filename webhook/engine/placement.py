@@ -16,23 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import LABEL_GROUP
-
-from webhook.engine import merge
-
-from webhook.engine import rollout
-
-from webhook.engine import scheduling
-
-from webhook.engine import wukong
-from webhook.engine import fragments as compiler
 from webhook.cluster.view import ClusterView
-from webhook.engine.merge import PlacementError, Report
+from webhook.engine import fragments
+from webhook.engine import merge, rollout, scheduling, wukong
+from webhook.engine.context import KEEP, Context, PlacementError
+from webhook.kube import warnings
+from webhook.kube.kinds import VOLATILE_LABELS, Path_, Target
+from webhook.kube.pointers import get_path
 from webhook.policy.policyset import Policy
-from webhook.kube.kinds import VOLATILE_LABELS, Path_, Target, get_path
 
 __all__ = ["Applied", "PlacementError", "apply_policy", "workload_selector", "written_paths"]
-
-MAX_WARNING = 119  # SPEC 4.1: every warning under 120 characters
 
 # The subtrees of a pod spec that ``merge`` edits in place. Scalars (priorityClassName,
 # schedulerName, evictionStrategy, the stale ``priority``) are set on the pod spec itself.
@@ -52,17 +45,17 @@ def apply_policy(
 ) -> Applied:
     """Apply ``policy`` to ``obj`` in place. Raises ``PlacementError`` when the policy
     cannot be applied to this object; the caller then discards the working copy."""
-    compiled = compiler.compiled(policy)
+    compiled = fragments.compiled(policy)
     if compiled.error:
         raise PlacementError(compiled.error)
-    report = Report()
+    ctx = Context(policy.on_conflict, cluster)
     if target.native == "wukong":
-        wukong.apply(obj, policy=policy, compiled=compiled, report=report, cluster=cluster)
+        wukong.apply(obj, policy=policy, compiled=compiled, ctx=ctx)
     elif target.pod_spec is None:
         raise PlacementError(f"{target.kind} has neither a pod spec nor a native scheduling API")
     else:
-        _apply_pod(obj, policy=policy, compiled=compiled, target=target, report=report, cluster=cluster)
-    return Applied(report.changed, [_line(policy.name, w) for w in report.warnings])
+        _apply_pod(obj, compiled=compiled, target=target, ctx=ctx.at(".".join(target.pod_spec)))
+    return Applied(ctx.report.changed, [warnings.clip(f"{policy.name}: {w}") for w in ctx.report.warnings])
 
 
 def written_paths(target: Target) -> tuple[Path_, ...]:
@@ -82,99 +75,70 @@ def written_paths(target: Target) -> tuple[Path_, ...]:
     return tuple(paths)
 
 
-def _line(name: str, message: str) -> str:
-    text = f"{name}: {message}"
-    return text if len(text) <= MAX_WARNING else text[: MAX_WARNING - 1] + "…"
-
-
-def _apply_pod(
-    obj: dict[str, Any],
-    *,
-    policy: Policy,
-    compiled: compiler.Compiled,
-    target: Target,
-    report: Report,
-    cluster: ClusterView | None,
-) -> None:
+def _apply_pod(obj: dict[str, Any], *, compiled: fragments.Compiled, target: Target, ctx: Context) -> None:
     pod_spec = get_path(obj, target.pod_spec or ())
-    where = ".".join(target.pod_spec or ())
     if not isinstance(pod_spec, dict):
-        raise PlacementError(f"{target.kind} has no pod spec at {where}")
-    mode = policy.on_conflict
+        raise PlacementError(f"{target.kind} has no pod spec at {ctx.where}")
     # Each step runs only when the policy has something for its field group: a policy
-    # typically sets two or three of them, and this runs for every matching policy.
+    # typically sets two or three of them.
     if compiled.scheduling:
-        scheduling.apply(pod_spec, compiled.scheduling, mode=mode, report=report, cluster=cluster,
-                         preemption=not target.kubevirt)
+        scheduling.apply(pod_spec, compiled.scheduling, ctx, preemption=not target.kubevirt)
     if compiled.node_selector:
-        merge.node_selector(pod_spec, compiled.node_selector, mode=mode, report=report, where=where)
+        merge.node_selector(pod_spec, compiled.node_selector, ctx)
     if compiled.required is not None or compiled.preferred:
-        merge.node_affinity(pod_spec, required=compiled.required, preferred=compiled.preferred, mode=mode,
-                            report=report, where=where)
+        merge.node_affinity(pod_spec, required=compiled.required, preferred=compiled.preferred, ctx=ctx)
     if compiled.tolerations:
-        merge.tolerations(pod_spec, compiled.tolerations, mode=mode, report=report, where=where)
+        merge.tolerations(pod_spec, compiled.tolerations, ctx)
     if compiled.affinity_required or compiled.affinity_preferred:
         merge.pod_terms(pod_spec, "podAffinity", required=compiled.affinity_required,
-                        preferred=compiled.affinity_preferred, mode=mode, report=report, where=where)
+                        preferred=compiled.affinity_preferred, ctx=ctx)
     if compiled.spread is not None or compiled.anti_required or compiled.anti_preferred:
-        _anti_affinity(obj, pod_spec, compiled=compiled, target=target, mode=mode, report=report, cluster=cluster)
+        _anti_affinity(obj, pod_spec, compiled=compiled, target=target, ctx=ctx)
     if compiled.rollout and target.rollout is not None:
         labels = get_path(obj, target.pod_labels) or {}
-        rollout.apply(obj, target=target, rollout=compiled.rollout, pod_spec=pod_spec, labels=labels,
-                      mode=mode, report=report, cluster=cluster)
+        rollout.apply(obj, target=target, rollout=compiled.rollout, pod_spec=pod_spec, labels=labels, ctx=ctx)
     if compiled.eviction and target.kubevirt:
-        merge.scalar(pod_spec, "evictionStrategy", compiled.eviction, mode=mode, report=report)
+        merge.scalar(pod_spec, "evictionStrategy", compiled.eviction, ctx)
 
 
 def _anti_affinity(
-    obj: dict[str, Any],
-    pod_spec: dict[str, Any],
-    *,
-    compiled: compiler.Compiled,
-    target: Target,
-    mode: str,
-    report: Report,
-    cluster: ClusterView | None,
+    obj: dict[str, Any], pod_spec: dict[str, Any], *, compiled: fragments.Compiled, target: Target, ctx: Context
 ) -> None:
     required, preferred = list(compiled.anti_required), list(compiled.anti_preferred)
     spread = compiled.spread
     present = (pod_spec.get("affinity") or {}).get("podAntiAffinity")
     term = None
     if spread is not None and not target.self_spread:
-        report.warn(f"no self anti-affinity: a {target.kind} runs one pod per node")
-    elif spread is not None and not (mode == merge.KEEP and present):
-        term = _spread_term(obj, spread, target=target, report=report)
+        ctx.warn(f"no self anti-affinity: a {target.kind} runs one pod per node")
+    elif spread is not None and not (ctx.mode == KEEP and present):
+        term = _spread_term(obj, spread, target=target, ctx=ctx)
         if spread.mode == "preferred":
             preferred.insert(0, {"weight": spread.weight, "podAffinityTerm": term})
         else:
             if rollout.scope_spread(obj, target=target, rollout=compiled.rollout, pod_spec=pod_spec,
-                                    topology_key=spread.topology_key, cluster=cluster):
+                                    topology_key=spread.topology_key, cluster=ctx.cluster):
                 term["matchLabelKeys"] = sorted({*term.get("matchLabelKeys", ()), rollout.REVISION_KEY})
             required.insert(0, term)
-    merge.pod_terms(pod_spec, "podAntiAffinity", required=required, preferred=preferred, mode=mode,
-                    report=report, where=".".join(target.pod_spec or ()))
+    merge.pod_terms(pod_spec, "podAntiAffinity", required=required, preferred=preferred, ctx=ctx)
     if spread is not None and term is not None and spread.mode == "required":
-        _check_domains(obj, pod_spec, topology_key=spread.topology_key, report=report, cluster=cluster)
+        _check_domains(obj, pod_spec, topology_key=spread.topology_key, ctx=ctx)
 
 
-def _check_domains(
-    obj: Mapping[str, Any], pod_spec: Mapping[str, Any], *, topology_key: str, report: Report,
-    cluster: ClusterView | None,
-) -> None:
+def _check_domains(obj: Mapping[str, Any], pod_spec: Mapping[str, Any], *, topology_key: str, ctx: Context) -> None:
     """SPEC 4.4: required spread over fewer eligible domains than replicas leaves pods Pending."""
-    if cluster is None:
+    if ctx.cluster is None:
         return
     replicas = (obj.get("spec") or {}).get("replicas")
     replicas = replicas if isinstance(replicas, int) else 1
-    domains = rollout.eligible_domains(pod_spec, cluster.nodes(), topology_key)
+    domains = rollout.eligible_domains(pod_spec, ctx.cluster.nodes(), topology_key)
     if domains < replicas:
-        report.warn(f"required spread: {replicas} replicas but {domains} eligible {topology_key} domains")
+        ctx.warn(f"required spread: {replicas} replicas but {domains} eligible {topology_key} domains")
 
 
-def _spread_term(obj: dict[str, Any], spread: compiler.Spread, *, target: Target, report: Report) -> dict[str, Any]:
-    selector = compiler.copy_json(spread.label_selector) if spread.label_selector else None
+def _spread_term(obj: dict[str, Any], spread: fragments.Spread, *, target: Target, ctx: Context) -> dict[str, Any]:
+    selector = fragments.copy_json(spread.label_selector) if spread.label_selector else None
     if selector is None:
-        selector = workload_selector(obj, target) or _group_selector(obj, target, report)
+        selector = workload_selector(obj, target) or _group_selector(obj, target, ctx)
     term: dict[str, Any] = {"labelSelector": selector, "topologyKey": spread.topology_key}
     if spread.match_label_keys:
         term["matchLabelKeys"] = list(spread.match_label_keys)
@@ -199,7 +163,7 @@ def workload_selector(obj: Mapping[str, Any], target: Target) -> dict[str, Any] 
             if labels:
                 out["matchLabels"] = labels
             if exprs:
-                out["matchExpressions"] = compiler.copy_json(exprs)
+                out["matchExpressions"] = fragments.copy_json(exprs)
             return out
     pod_labels = get_path(obj, target.pod_labels)
     if isinstance(pod_labels, dict):
@@ -209,7 +173,7 @@ def workload_selector(obj: Mapping[str, Any], target: Target) -> dict[str, Any] 
     return None
 
 
-def _group_selector(obj: dict[str, Any], target: Target, report: Report) -> dict[str, Any]:
+def _group_selector(obj: dict[str, Any], target: Target, ctx: Context) -> dict[str, Any]:
     """Label the pods ``placement.novasphere.dev/group: <name>`` and select on that."""
     value = group_value(obj.get("metadata") or {})
     container: dict[str, Any] = obj
@@ -217,8 +181,8 @@ def _group_selector(obj: dict[str, Any], target: Target, report: Report) -> dict
         container = merge.ensure(container, key)
     if container.get(LABEL_GROUP) != value:
         container[LABEL_GROUP] = value
-        report.changed = True
-        report.warn(f"pods had no usable label: added {LABEL_GROUP}={value}")
+        ctx.changed()
+        ctx.warn(f"pods had no usable label: added {LABEL_GROUP}={value}")
     return {"matchLabels": {LABEL_GROUP: value}}
 
 

@@ -16,9 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from webhook.cluster.view import ClusterView, node_eligible
-from webhook.engine.merge import KEEP, MERGE, REPLACE, Report, ensure, mapping, scalar
-from webhook.kube.kinds import Target, get_path
+from webhook.cluster.view import ClusterView
+from webhook.engine.context import KEEP, MERGE, REPLACE, Context
+from webhook.engine.merge import ensure, mapping, scalar
+from webhook.kube import selectors
+from webhook.kube.kinds import Target
+from webhook.kube.nodes import node_eligible
+from webhook.kube.pointers import get_path
 
 API_DEFAULT = "25%"  # the Deployment defaults for maxSurge and maxUnavailable
 REVISION_KEY = "pod-template-hash"
@@ -31,32 +35,6 @@ class Decision:
     max_unavailable: int | str
     reason: str
     rule: int = 1  # the SPEC 3.4 rule that decided
-
-
-# --- label selectors ------------------------------------------------------------------
-
-
-def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, Any]) -> bool:
-    """metav1.LabelSelector semantics; a null selector in a pod affinity term selects no pod,
-    an empty one every pod."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or ():
-        have = labels.get(expr.get("key"))
-        values = expr.get("values") or ()
-        op = expr.get("operator")
-        ok = {
-            "In": have is not None and have in values,
-            "NotIn": have is None or have not in values,
-            "Exists": have is not None,
-            "DoesNotExist": have is None,
-        }.get(str(op), False)
-        if not ok:
-            return False
-    return True
 
 
 def _covers_own_namespace(term: Mapping[str, Any], namespace: str | None) -> bool:
@@ -78,7 +56,7 @@ def blocking_self_terms(
         t
         for t in anti
         if isinstance(t, dict)
-        and selects(t.get("labelSelector"), labels)
+        and selectors.matches(t.get("labelSelector"), labels)
         and _covers_own_namespace(t, namespace)
         and REVISION_KEY not in (t.get("matchLabelKeys") or ())
     ]
@@ -170,9 +148,7 @@ def apply(
     rollout: Mapping[str, Any] | None,
     pod_spec: Mapping[str, Any],
     labels: Mapping[str, Any],
-    mode: str,
-    report: Report,
-    cluster: ClusterView | None,
+    ctx: Context,
 ) -> None:
     """Write the policy's rollout into the object's strategy (Deployments)."""
     if not rollout or target.rollout is None:
@@ -183,13 +159,13 @@ def apply(
     where = "/".join(target.rollout[:-1])
     strategy = mapping(parent, target.rollout[-1], where=where)
     if strategy and strategy.get("type") == "Recreate":
-        report.warn("rollout: strategy Recreate left alone")
+        ctx.warn("rollout: strategy Recreate left alone")
         return
     if rollout.get("minReadySeconds") is not None:
         # The API server omits a zero minReadySeconds, so in a review "absent" covers the
         # default; a 0 written in a manifest is a choice like any other value.
-        scalar(parent, "minReadySeconds", rollout["minReadySeconds"], mode=mode, report=report)
-    if mode == KEEP and _user_set(strategy):
+        scalar(parent, "minReadySeconds", rollout["minReadySeconds"], ctx)
+    if ctx.mode == KEEP and _user_set(strategy):
         return
     if rollout.get("mode", "safe") == "safe":
         meta = obj.get("metadata") or {}
@@ -198,15 +174,15 @@ def apply(
             labels=labels,
             namespace=meta.get("namespace"),
             replicas=replicas_of(obj, target),
-            cluster=cluster,
+            cluster=ctx.cluster,
         )
         decision = safe_values(decision, rollout)
         wanted = {"maxSurge": decision.max_surge, "maxUnavailable": decision.max_unavailable}
-        report.warn(f"rollout: maxSurge {decision.max_surge}, maxUnavailable {decision.max_unavailable}"
+        ctx.warn(f"rollout: maxSurge {decision.max_surge}, maxUnavailable {decision.max_unavailable}"
                     f" ({decision.reason})")
     else:
         wanted = {k: rollout[k] for k in ("maxSurge", "maxUnavailable") if rollout.get(k) is not None}
-    _write(parent, target.rollout[-1], strategy, wanted, mode=mode, report=report)
+    _write(parent, target.rollout[-1], strategy, wanted, ctx)
 
 
 def _write(
@@ -214,27 +190,25 @@ def _write(
     key: str,
     strategy: dict[str, Any] | None,
     wanted: Mapping[str, Any],
-    *,
-    mode: str,
-    report: Report,
+    ctx: Context,
 ) -> None:
     current = dict((strategy or {}).get("rollingUpdate") or {})
     result = dict(current)
     for name, value in wanted.items():
         have = current.get(name)
-        if mode == REPLACE or have is None or have == API_DEFAULT:
+        if ctx.mode == REPLACE or have is None or have == API_DEFAULT:
             result[name] = value
-        elif have != value and mode == MERGE:
-            report.warn(f"rollout: {name} {have} kept (a user's choice)")
+        elif have != value and ctx.mode == MERGE:
+            ctx.warn(f"rollout: {name} {have} kept (a user's choice)")
     surge, unavailable = result.get("maxSurge", API_DEFAULT), result.get("maxUnavailable", API_DEFAULT)
     if _is_zero(surge) and _is_zero(unavailable):
         # The API rejects both zero; the user's value stays and ours gives way.
-        report.warn("rollout: left as is, maxSurge and maxUnavailable would both be 0")
+        ctx.warn("rollout: left as is, maxSurge and maxUnavailable would both be 0")
         return
     if result == current:
         return
     ensure(ensure(parent, key), "rollingUpdate").update(result)
-    report.changed = True
+    ctx.changed()
 
 
 def scope_spread(

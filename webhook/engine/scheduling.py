@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.cluster.view import ClusterView
-from webhook.engine.merge import Report, scalar
+from webhook.engine.context import Context
+from webhook.engine.merge import scalar
 
 DEFAULT_SCHEDULER = "default-scheduler"  # the API server's default, not a user's choice
 DEFAULT_PREEMPTION = "PreemptLowerPriority"
@@ -21,10 +22,8 @@ DEFAULT_PREEMPTION = "PreemptLowerPriority"
 def apply(
     container: dict[str, Any],
     wanted: Mapping[str, str],
+    ctx: Context,
     *,
-    mode: str,
-    report: Report,
-    cluster: ClusterView | None,
     preemption: bool = True,
 ) -> None:
     """priorityClassName, schedulerName and preemptionPolicy (SPEC 3.2).
@@ -33,52 +32,47 @@ def apply(
     """
     name = wanted.get("priorityClassName")
     if name is not None:
-        if scalar(container, "priorityClassName", name, mode=mode, report=report):
-            _drop_stale_priority(container, name, report=report, cluster=cluster)
-        if cluster is not None and cluster.priority_class(name) is None:
-            report.warn(f"PriorityClass {name} does not exist in the cluster")
+        if scalar(container, "priorityClassName", name, ctx):
+            _drop_stale_priority(container, name, ctx)
+        if ctx.cluster is not None and ctx.cluster.priority_class(name) is None:
+            ctx.warn(f"PriorityClass {name} does not exist in the cluster")
     if wanted.get("schedulerName") is not None:
-        scalar(container, "schedulerName", wanted["schedulerName"], mode=mode, report=report,
-               defaults=(DEFAULT_SCHEDULER,))
+        scalar(container, "schedulerName", wanted["schedulerName"], ctx, defaults=(DEFAULT_SCHEDULER,))
     if wanted.get("preemptionPolicy") is not None:
         if preemption:
-            _preemption(container, wanted["preemptionPolicy"], mode=mode, report=report, cluster=cluster)
+            _preemption(container, wanted["preemptionPolicy"], ctx)
         else:
-            report.warn("preemptionPolicy skipped: this kind has no such field")
+            ctx.warn("preemptionPolicy skipped: this kind has no such field")
 
 
 def _class_value(name: str, cluster: ClusterView | None) -> Mapping[str, Any] | None:
     return cluster.priority_class(name) if cluster is not None else None
 
 
-def _drop_stale_priority(
-    container: dict[str, Any], name: str, *, report: Report, cluster: ClusterView | None
-) -> None:
+def _drop_stale_priority(container: dict[str, Any], name: str, ctx: Context) -> None:
     # The Priority admission plugin rejects a pod whose integer priority differs from
     # the value of its class; keep it only when the class is known to carry that value.
     if "priority" not in container:
         return
-    cls = _class_value(name, cluster)
+    cls = _class_value(name, ctx.cluster)
     if cls is not None and cls.get("value") == container["priority"]:
         return
-    report.warn(f"dropped integer priority {container.pop('priority')}: {name} decides it")
-    report.changed = True
+    ctx.warn(f"dropped integer priority {container.pop('priority')}: {name} decides it")
+    ctx.changed()
 
 
-def _preemption(
-    container: dict[str, Any], value: str, *, mode: str, report: Report, cluster: ClusterView | None
-) -> None:
+def _preemption(container: dict[str, Any], value: str, ctx: Context) -> None:
     # The Priority admission plugin rejects a pod whose preemptionPolicy differs from the
     # one its class computes, so write it only when the class is known to agree.
     if container.get("preemptionPolicy") == value:
         return
     name = container.get("priorityClassName")
-    cls = _class_value(str(name), cluster) if name else None
+    cls = _class_value(str(name), ctx.cluster) if name else None
     if cls is None:
         why = "no priorityClassName" if not name else f"PriorityClass {name} not known"
-        report.warn(f"preemptionPolicy {value} not set: {why}")
+        ctx.warn(f"preemptionPolicy {value} not set: {why}")
         return
     if (cls.get("preemptionPolicy") or DEFAULT_PREEMPTION) != value:
-        report.warn(f"preemptionPolicy {value} not set: {name} has {cls.get('preemptionPolicy') or DEFAULT_PREEMPTION}")
+        ctx.warn(f"preemptionPolicy {value} not set: {name} has {cls.get('preemptionPolicy') or DEFAULT_PREEMPTION}")
         return
-    scalar(container, "preemptionPolicy", value, mode=mode, report=report)
+    scalar(container, "preemptionPolicy", value, ctx)

@@ -1,6 +1,6 @@
 """The working copy admission hands the engine, and the one field admission writes itself.
 
-The engine edits only the placement fields it owns (SPEC 3.2), so the copy duplicates
+The engine edits only the placement fields it owns, so the copy duplicates
 only those and the dicts on the way to them; everything else stays shared with the
 original, which keeps the copy cheap and lets the differ skip it by identity.
 """
@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook import ANNOTATION_APPLIED
-
-from webhook.engine import placement as engine
+from webhook.engine import placement
 from webhook.kube.kinds import Target
 
 APPLIED_PATH = ("metadata", "annotations")  # where ``record_applied`` writes
@@ -37,7 +36,7 @@ def working_copy(value: Any, target: Target | None = None) -> Any:
     """A private copy of a JSON object for the engine to mutate.
 
     With a ``target``, only what the engine may write for that kind is copied
-    (``engine.written_paths``, the applied annotation, and the containers on the way).
+    (``placement.written_paths``, the applied annotation, and the containers on the way).
     Without one, the whole object is copied except ``SHARED_KEYS``.
     """
     if target is None:
@@ -61,7 +60,7 @@ def _write_trie(target: Target) -> dict[str, Any] | None:
     entry = _tries.get((target.group, target.kind))
     if entry is not None and entry[0] is target:
         return entry[1]
-    paths = (*engine.written_paths(target), APPLIED_PATH)
+    paths = (*placement.written_paths(target), APPLIED_PATH)
     tree: dict[str, Any] = {}
     for path in paths:
         node = tree

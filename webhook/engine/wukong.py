@@ -34,12 +34,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.engine import fragments as compiler
+from webhook.engine import fragments
 from webhook.engine import merge
 from webhook.engine import scheduling as scheduling_rules
-from webhook.cluster.view import ClusterView
+from webhook.engine.context import KEEP, REPLACE, Context, PlacementError
 from webhook.engine.fragments import Term
-from webhook.engine.merge import KEEP, REPLACE, Report
 from webhook.policy.policyset import Policy
 
 CACHE_KEY = "engine.wukong"
@@ -71,26 +70,26 @@ def _compile(placement: Mapping[str, Any]) -> Native:
     groups: list[list[Term]] = []
     affinity = placement.get("nodeAffinity") or {}
     if affinity.get("required"):
-        groups.append([compiler.copy_json(t) for t in affinity["required"]])
+        groups.append([fragments.copy_json(t) for t in affinity["required"]])
     selector = placement.get("nodeSelector") or {}
     if selector:
         exprs = [{"key": k, "operator": "In", "values": [str(v)]} for k, v in selector.items()]
         groups.append([{"matchExpressions": exprs}])
     capacity = placement.get("capacity") or {}
-    prov = compiler.provider(capacity) if capacity else {}
+    prov = fragments.provider(capacity) if capacity else {}
     if capacity.get("require"):
-        groups.append([{"matchExpressions": [compiler.capacity_requirement(prov, capacity["require"])]}])
-    preferred = [compiler.copy_json(t) for t in affinity.get("preferred") or ()]
+        groups.append([{"matchExpressions": [fragments.capacity_requirement(prov, capacity["require"])]}])
+    preferred = [fragments.copy_json(t) for t in affinity.get("preferred") or ()]
     if capacity.get("prefer"):
-        expr = compiler.capacity_requirement(prov, capacity["prefer"])
+        expr = fragments.capacity_requirement(prov, capacity["prefer"])
         preferred.append({"weight": capacity.get("weight", 50), "preference": {"matchExpressions": [expr]}})
     anti = placement.get("nodeAntiAffinity") or {}
     return Native(
-        required=compiler.and_dnf(groups) if groups else None,
-        preferred=compiler.dedupe(preferred, compiler.preferred_key),
-        anti_required=[compiler.copy_json(t) for t in anti.get("required") or ()],
-        anti_preferred=[compiler.copy_json(t) for t in anti.get("preferred") or ()],
-        resources=compiler.copy_json(dict(placement.get("resources") or {})),
+        required=fragments.and_dnf(groups) if groups else None,
+        preferred=fragments.dedupe(preferred, fragments.preferred_key),
+        anti_required=[fragments.copy_json(t) for t in anti.get("required") or ()],
+        anti_preferred=[fragments.copy_json(t) for t in anti.get("preferred") or ()],
+        resources=fragments.copy_json(dict(placement.get("resources") or {})),
         unsupported=_unsupported(placement, prov),
     )
 
@@ -114,116 +113,115 @@ def _unsupported(placement: Mapping[str, Any], prov: Mapping[str, Any]) -> tuple
 
 
 def apply(
-    obj: dict[str, Any], *, policy: Policy, compiled: compiler.Compiled, report: Report, cluster: ClusterView | None
+    obj: dict[str, Any], *, policy: Policy, compiled: fragments.Compiled, ctx: Context
 ) -> None:
     """Write the policy into ``spec.scheduling`` / ``spec.highAvailability``."""
     spec = merge.mapping(obj, "spec", where="")
     if spec is None:
-        raise merge.PlacementError("Wukong object has no spec")
-    mode = policy.on_conflict
-    fragments = native(policy)
-    for name in fragments.unsupported:
-        report.warn(f"{name} skipped: Wukong has no equivalent")
+        raise PlacementError("Wukong object has no spec")
+    parts = native(policy)
+    for name in parts.unsupported:
+        ctx.warn(f"{name} skipped: Wukong has no equivalent")
     existing = merge.mapping(spec, "scheduling", where="spec")
     scheduling = existing if existing is not None else {}
-    _node_affinity(scheduling, fragments, mode=mode, report=report)
-    _anti_affinity(scheduling, fragments, mode=mode, report=report)
-    _resources(scheduling, fragments.resources, mode=mode, report=report)
+    _node_affinity(scheduling, parts, ctx=ctx)
+    _anti_affinity(scheduling, parts, ctx=ctx)
+    _resources(scheduling, parts.resources, ctx=ctx)
     if compiled.scheduling:
         block = merge.mapping(scheduling, "schedulingPolicy", where="spec.scheduling")
         fresh = block if block is not None else {}
-        scheduling_rules.apply(fresh, compiled.scheduling, mode=mode, report=report, cluster=cluster)
+        scheduling_rules.apply(fresh, compiled.scheduling, ctx)
         if block is None and fresh:
             scheduling["schedulingPolicy"] = fresh
     if existing is None and scheduling:
         spec["scheduling"] = scheduling
     if compiled.spread is not None:
-        _high_availability(spec, compiled.spread, mode=mode, report=report)
+        _high_availability(spec, compiled.spread, ctx=ctx)
 
 
-def _node_affinity(scheduling: dict[str, Any], fragments: Native, *, mode: str, report: Report) -> None:
-    if fragments.required is None and not fragments.preferred:
+def _node_affinity(scheduling: dict[str, Any], parts: Native, *, ctx: Context) -> None:
+    if parts.required is None and not parts.preferred:
         return
     current = merge.mapping(scheduling, "nodeAffinity", where="spec.scheduling")
-    if mode == KEEP and current:
+    if ctx.mode == KEEP and current:
         return
     wanted: dict[str, Any] = {}
-    if fragments.required is not None:
-        wanted["required"] = compiler.copy_json(fragments.required)
-    if fragments.preferred:
-        wanted["preferred"] = compiler.copy_json(fragments.preferred)
-    if mode == REPLACE or not current:
+    if parts.required is not None:
+        wanted["required"] = fragments.copy_json(parts.required)
+    if parts.preferred:
+        wanted["preferred"] = fragments.copy_json(parts.preferred)
+    if ctx.mode == REPLACE or not current:
         if current != wanted:
             scheduling["nodeAffinity"] = wanted
-            report.changed = True
+            ctx.changed()
         return
     terms = merge.sequence(current, "required", where="spec.scheduling.nodeAffinity")
-    if fragments.required is not None:
-        combined = merge.and_into(terms, fragments.required) if terms else wanted["required"]
+    if parts.required is not None:
+        combined = merge.and_into(terms, parts.required) if terms else wanted["required"]
         if combined is not None:
             current["required"] = combined
-            report.changed = True
-    _append(current, "preferred", fragments.preferred, compiler.preferred_key, report)
+            ctx.changed()
+    _append(current, "preferred", parts.preferred, fragments.preferred_key, ctx)
 
 
 def _append(
-    container: dict[str, Any], key: str, items: list[Term], key_fn: Any, report: Report,
+    container: dict[str, Any], key: str, items: list[Term], key_fn: Any, ctx: Context,
     bucket: Any = merge.weight_bucket,
 ) -> None:
     if not items:
         return
     have = merge.sequence(container, key, where=key)
     if have is None:
-        container[key] = compiler.copy_json(items)
-        report.changed = True
+        container[key] = fragments.copy_json(items)
+        ctx.changed()
     elif merge.append_missing(have, items, key_fn, bucket):
-        report.changed = True
+        ctx.changed()
 
 
-def _anti_affinity(scheduling: dict[str, Any], fragments: Native, *, mode: str, report: Report) -> None:
-    if not fragments.anti_required and not fragments.anti_preferred:
+def _anti_affinity(scheduling: dict[str, Any], parts: Native, *, ctx: Context) -> None:
+    if not parts.anti_required and not parts.anti_preferred:
         return
     current = merge.mapping(scheduling, "nodeAntiAffinity", where="spec.scheduling")
-    if mode == KEEP and current:
+    if ctx.mode == KEEP and current:
         return
-    if mode == REPLACE or not current:
+    if ctx.mode == REPLACE or not current:
         wanted: dict[str, Any] = {}
-        if fragments.anti_required:
-            wanted["required"] = compiler.copy_json(fragments.anti_required)
-        if fragments.anti_preferred:
-            wanted["preferred"] = compiler.copy_json(fragments.anti_preferred)
+        if parts.anti_required:
+            wanted["required"] = fragments.copy_json(parts.anti_required)
+        if parts.anti_preferred:
+            wanted["preferred"] = fragments.copy_json(parts.anti_preferred)
         if current != wanted:
             scheduling["nodeAntiAffinity"] = wanted
-            report.changed = True
+            ctx.changed()
         return
-    _append(current, "required", fragments.anti_required, compiler.term_key, report)
-    _append(current, "preferred", fragments.anti_preferred, compiler.preferred_key, report)
+    _append(current, "required", parts.anti_required, fragments.term_key, ctx)
+    _append(current, "preferred", parts.anti_preferred, fragments.preferred_key, ctx)
 
 
-def _resources(scheduling: dict[str, Any], resources: Mapping[str, Any], *, mode: str, report: Report) -> None:
+def _resources(scheduling: dict[str, Any], resources: Mapping[str, Any], *, ctx: Context) -> None:
     if not resources:
         return
     current = merge.mapping(scheduling, "resourceAffinity", where="spec.scheduling")
-    if mode == KEEP and current:
+    if ctx.mode == KEEP and current:
         return
-    if mode == REPLACE or not current:
+    if ctx.mode == REPLACE or not current:
         if current != dict(resources):
-            scheduling["resourceAffinity"] = compiler.copy_json(dict(resources))
-            report.changed = True
+            scheduling["resourceAffinity"] = fragments.copy_json(dict(resources))
+            ctx.changed()
         return
     for name in _RESOURCE_PREFS:
         if name in resources:
-            merge.scalar(current, name, compiler.copy_json(resources[name]), mode=mode, report=report)
+            merge.scalar(current, name, fragments.copy_json(resources[name]), ctx)
     required = list(resources.get("requiredResources") or ())
-    _append(current, "requiredResources", required, merge.canonical, report, merge.key_bucket)
+    _append(current, "requiredResources", required, merge.canonical, ctx, merge.key_bucket)
 
 
-def _high_availability(spec: dict[str, Any], spread: compiler.Spread, *, mode: str, report: Report) -> None:
+def _high_availability(spec: dict[str, Any], spread: fragments.Spread, *, ctx: Context) -> None:
     current = merge.mapping(spec, "highAvailability", where="spec")
-    if mode == KEEP and current:
+    if ctx.mode == KEEP and current:
         return
     block = current if current is not None else {}
-    merge.scalar(block, "antiAffinity", True, mode=mode, report=report)
-    merge.scalar(block, "nodeSelector", spread.topology_key, mode=mode, report=report)
+    merge.scalar(block, "antiAffinity", True, ctx)
+    merge.scalar(block, "nodeSelector", spread.topology_key, ctx)
     if current is None and block:
         spec["highAvailability"] = block

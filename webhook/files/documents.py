@@ -74,6 +74,7 @@ class _Builder:
         try:
             if isinstance(node, yaml.SequenceNode):
                 return [self.build(item, path + (i,), _line(item)) for i, item in enumerate(node.value)]
+            assert isinstance(node, yaml.MappingNode)  # the composer makes no other node kind
             return self._mapping(node, path)
         finally:
             self._active.discard(id(node))

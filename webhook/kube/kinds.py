@@ -13,7 +13,9 @@ from typing import Any
 
 import yaml
 
-Path_ = tuple[str, ...]
+from webhook.kube import pointers
+
+Path_ = pointers.Path
 
 # Labels that change on every revision or are stamped by controllers: selecting on them
 # would make replicas of one workload stop repelling each other after a rollout.
@@ -34,15 +36,6 @@ VOLATILE_LABELS = frozenset(
         "kubevirt.io/vmpool",
     }
 )
-
-
-def pointer_to_path(pointer: str) -> Path_:
-    """Turn a JSON pointer (``/spec/template/spec``) into a tuple of keys (RFC 6901 unescaped)."""
-    if pointer in ("", "/"):
-        return ()
-    if not pointer.startswith("/"):
-        raise ValueError(f"JSON pointer must start with '/': {pointer!r}")
-    return tuple(p.replace("~1", "/").replace("~0", "~") for p in pointer[1:].split("/"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,18 +67,6 @@ class Target:
 
     def describe(self) -> str:
         return f"{self.api_version}/{self.kind}"
-
-
-def get_path(obj: Any, path: Path_) -> Any:
-    """Value at ``path`` or None when any step is missing or not a mapping."""
-    cur = obj
-    for key in path:
-        if not isinstance(cur, dict):
-            return None
-        cur = cur.get(key)
-        if cur is None:
-            return None
-    return cur
 
 
 def _builtin() -> list[Target]:
@@ -172,21 +153,8 @@ class Targets:
         return self._by_kind.get(kind, ())
 
     def resolve(self, ref: str) -> tuple[Target, ...]:
-        """Targets a policy ``match.kinds`` entry names: ``Kind``, ``group/Kind``,
-        ``group/version/Kind`` or ``version/Kind`` for the core group (``v1/Pod``)."""
-        parts = ref.split("/")
-        if len(parts) == 1:
-            return self.with_kind(parts[0])
-        kind = parts[-1]
-        if len(parts) == 2:
-            # "v1/Pod" (core group) or "apps/Deployment" (group without version)
-            first = parts[0]
-            t = self.lookup(first, kind) or (self.lookup("", kind) if _looks_like_version(first) else None)
-            return (t,) if t else ()
-        if len(parts) == 3:
-            t = self.lookup(parts[0], kind)
-            return (t,) if t else ()
-        return ()
+        """Targets a kind reference names (``refers_to``)."""
+        return tuple(t for t in self.targets if refers_to(ref, t))
 
     def extended(self, extra: Iterable[Target]) -> Targets:
         merged = {(t.group, t.kind): t for t in self.targets}
@@ -197,6 +165,21 @@ class Targets:
 
 def _looks_like_version(s: str) -> bool:
     return s.startswith("v") and s[1:2].isdigit()
+
+
+def refers_to(ref: str, target: Target) -> bool:
+    """Whether a kind reference names ``target``: ``Kind``, ``group/Kind``, ``group/version/Kind``,
+    or ``version/Kind`` for the core group (``v1/Pod``). Versions of one group and kind are the
+    same resource (as with the webhook's ``matchPolicy: Equivalent``), so a version never
+    narrows what a reference names."""
+    parts = ref.split("/")
+    if parts[-1] != target.kind or len(parts) > 3:
+        return False
+    if len(parts) == 1:
+        return True
+    if len(parts) == 2 and _looks_like_version(parts[0]):
+        return target.group == ""
+    return parts[0] == target.group
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -246,10 +229,10 @@ def load_kinds_config(path: str | Path) -> Targets:
                     group=str(entry.get("group") or ""),
                     version=str(entry["version"]),
                     kind=str(entry["kind"]),
-                    pod_spec=pointer_to_path(entry["podSpecPath"]),
-                    pod_labels=pointer_to_path(entry["podLabelsPath"]),
-                    selector=pointer_to_path(entry["selectorPath"]) if entry.get("selectorPath") else None,
-                    rollout=pointer_to_path(entry["rolloutPath"]) if entry.get("rolloutPath") else None,
+                    pod_spec=pointers.to_path(entry["podSpecPath"]),
+                    pod_labels=pointers.to_path(entry["podLabelsPath"]),
+                    selector=pointers.to_path(entry["selectorPath"]) if entry.get("selectorPath") else None,
+                    rollout=pointers.to_path(entry["rolloutPath"]) if entry.get("rolloutPath") else None,
                 )
             )
         except ValueError as exc:

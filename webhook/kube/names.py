@@ -1,19 +1,18 @@
-"""Kubernetes' own rules for names, label keys and values, and resource quantities.
+"""Kubernetes' own rules for names, label keys and label values.
 
 Each check returns an error message (None when valid), worded like the API server's, so a
 policy is rejected at load for exactly what the API server would reject in the object the
-engine writes. Sources: k8s.io/apimachinery/pkg/util/validation and pkg/api/resource.
+engine writes. Source: k8s.io/apimachinery/pkg/util/validation (IsDNS1123Subdomain,
+IsDNS1123Label, IsQualifiedName, IsValidLabelValue).
 """
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
 
 __all__ = [
     "dns_label_error",
     "dns_subdomain_error",
     "label_value_error",
-    "parse_quantity",
     "qualified_name_error",
 ]
 
@@ -22,30 +21,11 @@ _NAME_RE = re.compile(rf"^{_NAME}$")
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_LABEL_RE = re.compile(rf"^{_DNS_LABEL}$")
 _DNS_SUBDOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
-_QUANTITY_RE = re.compile(r"^(?P<num>[+-]?(\d+(\.\d*)?|\.\d+))(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
 
 _NAME_HINT = (
     "must be 63 characters or less, start and end with an alphanumeric character, "
     "with '-', '_', '.' and alphanumerics between"
 )
-_SUFFIX = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal(10) ** 3,
-    "M": Decimal(10) ** 6,
-    "G": Decimal(10) ** 9,
-    "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15,
-    "E": Decimal(10) ** 18,
-    "Ki": Decimal(2) ** 10,
-    "Mi": Decimal(2) ** 20,
-    "Gi": Decimal(2) ** 30,
-    "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50,
-    "Ei": Decimal(2) ** 60,
-}
 
 
 def dns_subdomain_error(value: str) -> str | None:
@@ -96,18 +76,3 @@ def label_value_error(value: str) -> str | None:
     if len(value) > 63 or not _NAME_RE.match(value):
         return f"{value!r} is not a valid label value: {_NAME_HINT}"
     return None
-
-
-def parse_quantity(value: str) -> Decimal:
-    """The numeric value of a resource quantity (``500m``, ``4Gi``, ``1e3``); ValueError if invalid."""
-    match = _QUANTITY_RE.match(value.strip()) if value == value.strip() else None
-    if not match:
-        raise ValueError(f"{value!r} is not a valid quantity (examples: 1, 500m, 4Gi, 10G)")
-    suffix = match.group("suffix") or ""
-    try:
-        number = Decimal(match.group("num"))
-        if suffix[:1] in ("e", "E"):
-            return number * (Decimal(10) ** int(suffix[1:]))
-        return number * _SUFFIX[suffix]
-    except (InvalidOperation, OverflowError) as exc:
-        raise ValueError(f"{value!r} is not a valid quantity") from exc

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 from pydantic.alias_generators import to_camel
 
-from webhook.kube import names as kubenames
+from webhook.kube import names
 from webhook.policy.types import (
     DnsLabel,
     FieldValue,
@@ -106,7 +106,7 @@ class FieldRequirement(Model):
             fail(f"matchFields supports only operators In and NotIn, not {self.operator!r}", at=["operator"])
         if len(self.values or ()) != 1:
             fail(f"matchFields with {self.operator} needs exactly one value, a node name", at=["values"])
-        error = kubenames.dns_subdomain_error((self.values or [""])[0])
+        error = names.dns_subdomain_error((self.values or [""])[0])
         if error:
             fail(f"node name {error}", at=["values", 0])
         return self

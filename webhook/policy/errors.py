@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from webhook.policy.model import PlacementPolicy
 from webhook.files.documents import Document
+from webhook.policy.model import PlacementPolicy
 
 __all__ = ["LoadError", "did_you_mean", "format_path", "from_validation"]
 

@@ -6,7 +6,6 @@ broken change never half-loads (the caller keeps the previous good set).
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,15 +14,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from webhook import API_VERSION, POLICY_KIND
-
-from webhook.policy import errors as loader_errors
-
-from webhook.files import documents as yamlsrc
-from webhook.policy.errors import LoadError, did_you_mean, format_path
+from webhook.files import documents
+from webhook.files import walk
+from webhook.files.documents import Document
+from webhook.kube.kinds import BUILTIN, Target, Targets
+from webhook.policy.errors import LoadError, did_you_mean, format_path, from_validation
 from webhook.policy.model import PlacementPolicy
 from webhook.policy.policyset import Policy, PolicySet
-from webhook.kube.kinds import BUILTIN, Target, Targets
-from webhook.files.documents import Document
 
 __all__ = [
     "LoadError",
@@ -58,41 +55,14 @@ class Loaded:
 
 
 def policy_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Policy files named by ``paths``: files as given, folders walked recursively.
-
-    In folders: ``*.yaml``, ``*.yml`` and ``*.json``, sorted; hidden entries are skipped
-    (a ConfigMap volume's ``..data`` and ``..2024_...`` folders hold the same files again),
-    and so are policy test suites (``*.suite.yaml``). Symlinks are followed.
-    """
-    files: list[Path] = []
-    seen: set[str] = set()
-    for entry in paths:
-        path = Path(entry)
-        for file in _walk(path) if path.is_dir() else [path]:
-            key = os.path.realpath(file)
-            if key not in seen:
-                seen.add(key)
-                files.append(file)
-    return files
-
-
-def _walk(root: Path) -> list[Path]:
-    found: list[Path] = []
-    visited: set[str] = set()
-    for folder, dirs, names in os.walk(root, followlinks=True):
-        real = os.path.realpath(folder)
-        if real in visited:  # a symlink loop would otherwise walk forever
-            dirs[:] = []
-            continue
-        visited.add(real)
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found.extend(Path(folder, name) for name in names if _is_policy_file(name))
-    return sorted(found, key=lambda p: p.relative_to(root).parts)
+    """Policy files named by ``paths`` (``files.walk``): in folders ``*.yaml``, ``*.yml`` and
+    ``*.json``, but not policy test suites (``*.suite.yaml``). Raises ``walk.MissingPath``."""
+    return walk.find(paths, accept=_is_policy_file)
 
 
 def _is_policy_file(name: str) -> bool:
     lower = name.lower()
-    return not name.startswith(".") and lower.endswith(POLICY_SUFFIXES) and not lower.endswith(SUITE_SUFFIXES)
+    return lower.endswith(POLICY_SUFFIXES) and not lower.endswith(SUITE_SUFFIXES)
 
 
 def load(paths: Iterable[str | Path], *, targets: Targets = BUILTIN) -> PolicySet:
@@ -102,14 +72,18 @@ def load(paths: Iterable[str | Path], *, targets: Targets = BUILTIN) -> PolicySe
 
 def load_with_sources(paths: Iterable[str | Path], *, targets: Targets = BUILTIN) -> Loaded:
     """Like :func:`load`, also returning where each policy came from."""
-    documents: list[Document] = []
+    docs: list[Document] = []
     errors: list[LoadError] = []
-    for file in policy_files(paths):
+
+    def missing(exc: walk.MissingPath) -> None:
+        errors.append(LoadError(str(exc.path), 0, "", "No such file or directory"))
+
+    for file in walk.find(paths, accept=_is_policy_file, on_missing=missing):
         try:
-            documents.extend(yamlsrc.load_file(file, strict=True))
-        except yamlsrc.YamlError as exc:
+            docs.extend(documents.load_file(file, strict=True))
+        except documents.YamlError as exc:
             errors.append(LoadError(exc.file, exc.line, "", exc.message))
-    return _build(documents, targets=targets, errors=errors)
+    return _build(docs, targets=targets, errors=errors)
 
 
 def load_documents(docs: Iterable[Document], *, targets: Targets = BUILTIN) -> PolicySet:
@@ -170,7 +144,7 @@ def _validate(
     try:
         model = PlacementPolicy.model_validate(data)
     except ValidationError as exc:
-        errors.extend(loader_errors.from_validation(exc, doc=doc, base=base, data=data))
+        errors.extend(from_validation(exc, doc=doc, base=base, data=data))
         return None
     spec = model.spec_data()
     return Policy(

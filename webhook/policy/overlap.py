@@ -10,8 +10,8 @@ import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from webhook.policy.policyset import Policy
 from webhook.kube.kinds import Target, Targets
+from webhook.policy.policyset import Policy
 
 __all__ = [
     "DEFAULT_OPERATIONS",

@@ -48,6 +48,9 @@ class PolicySet:
 
     policies: tuple[Policy, ...] = ()
     targets: Targets = BUILTIN
+    # False for the empty set a server answers with before any set loaded: admission then
+    # says that nothing could be applied.
+    loaded: bool = True
     _index: dict[tuple[str, str], tuple[Policy, ...]] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )

@@ -13,7 +13,8 @@ from typing import Annotated, Any, NoReturn
 from pydantic import Field, PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from webhook.kube import names as kubenames
+from webhook.kube import names
+from webhook.kube.quantity import parse_quantity
 
 __all__ = [
     "DnsLabel",
@@ -110,7 +111,7 @@ def _percent(value: Any) -> str:
 def _quantity(value: Any) -> str:
     text = _text(value)
     try:
-        amount = kubenames.parse_quantity(text)
+        amount = parse_quantity(text)
     except ValueError as exc:
         fail(str(exc))
     if amount <= 0:
@@ -123,22 +124,22 @@ _STRING = {"anyOf": [{"type": "string"}, {"type": "number"}]}
 
 LabelKey = Annotated[
     str,
-    PlainValidator(_strict_str(kubenames.qualified_name_error)),
+    PlainValidator(_strict_str(names.qualified_name_error)),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 317}),
 ]
 LabelValue = Annotated[
     str,
-    PlainValidator(_checked(kubenames.label_value_error)),
+    PlainValidator(_checked(names.label_value_error)),
     WithJsonSchema({"anyOf": [{"type": "string", "maxLength": 63}, {"type": "number"}]}),
 ]
 DnsSubdomain = Annotated[
     str,
-    PlainValidator(_strict_str(kubenames.dns_subdomain_error)),
+    PlainValidator(_strict_str(names.dns_subdomain_error)),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 253}),
 ]
 DnsLabel = Annotated[
     str,
-    PlainValidator(_strict_str(kubenames.dns_label_error)),
+    PlainValidator(_strict_str(names.dns_label_error)),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 63}),
 ]
 # Values of matchFields (node names) are checked by their term, which knows the operator.

@@ -13,43 +13,23 @@ import logging
 import signal
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
-from webhook.engine import admission
-
-from webhook.server import logs
-
-from webhook.engine import review
-from webhook.server.certs import CertificateSource
-from webhook.server.metrics import CONTENT_TYPE, RESULT_INVALID, Metrics
+from webhook.engine import admission, codec, review
 from webhook.policy.policyset import PolicySet
-from webhook.server.reload import DEFAULT_INTERVAL, PolicySource, every
-from webhook.kube.kinds import BUILTIN, Targets
+from webhook.server import logs
+from webhook.server.config import ServerConfig
+from webhook.server.metrics import CONTENT_TYPE, RESULT_INVALID, Metrics
+from webhook.server.reload import PolicySource, every
+from webhook.server.tls import CertificateSource
 
 log = logging.getLogger(__name__)
 review_log = logging.getLogger(logs.REVIEW_LOGGER)
 
-# An UPDATE review carries object and oldObject, each up to the API server's 3 MiB (SPEC 4.2).
+# An UPDATE review carries object and oldObject, each up to the API server's 3 MiB.
 MAX_BODY = 7 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """Everything the server needs; ``serve`` builds it from flags and the environment."""
-
-    policies: tuple[Path, ...]
-    tls_cert: Path
-    tls_key: Path
-    client_ca: Path | None = None
-    host: str = "0.0.0.0"
-    port: int = 8443
-    metrics_port: int = 8080
-    shutdown_grace: float = 30.0
-    reload_interval: float = DEFAULT_INTERVAL
-    targets: Targets = field(default=BUILTIN, repr=False)
 
 
 class State:
@@ -65,7 +45,7 @@ class State:
         self.in_flight: dict[int, asyncio.Transport | None] = {}
         self._quiet = asyncio.Event()  # set while nothing is in flight
         self._quiet.set()
-        self._empty = PolicySet(targets=config.targets)
+        self._empty = PolicySet(targets=config.targets, loaded=False)
 
     def begin(self, request: web.BaseRequest) -> None:
         self.in_flight[id(request)] = request.transport
@@ -196,12 +176,12 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
         req = review.parse(body)
     except review.BadReview as exc:
         return _reject(state, started, 400, str(exc))
-    outcome = _admit(state, req)
-    body, patch_bytes = review.respond_body(req, outcome)
+    outcome = admission.admit(req, policies=state.policy_set())
+    patch = codec.dumps(outcome.patch) if outcome.patch else b""
+    answer = review.respond(req, patch=patch, warnings=outcome.warnings)
     seconds = time.perf_counter() - started
-    kind = req.kind if state.config.targets.lookup(req.group, req.kind) else "other"
     state.metrics.observe_review(
-        kind=kind,
+        kind=outcome.target.kind if outcome.target is not None else "other",
         operation=req.operation,
         result=outcome.result,
         seconds=seconds,
@@ -209,24 +189,33 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
         audited=outcome.audited,
         failed=outcome.failed,
     )
-    if review_log.isEnabledFor(logging.INFO):
-        logs.info(review_log, "review", review.log_fields(req, outcome, patch_bytes, seconds))
-    return web.Response(body=body, content_type="application/json")
+    review_log.info("review", extra={"fields": _log_fields(req, outcome, patch, seconds)})
+    return web.Response(body=codec.dumps(answer), content_type="application/json")
 
 
-def _admit(state: State, req: review.Request) -> admission.Outcome:
-    """``admission.admit``, failing open if it breaks its promise never to raise."""
-    try:
-        outcome = admission.admit(req, policies=state.policy_set())
-    except Exception as exc:
-        log.exception("admission failed; allowing the object unchanged", extra={"fields": {"uid": req.uid}})
-        warning = f"placement-webhook: internal error, object left unchanged: {type(exc).__name__}"
-        return admission.Outcome(
-            object=req.object, patch=[], warnings=[warning], applied=[], audited=[], result="error", error=str(exc)
-        )
-    if not state.policies.ready:
-        outcome.warnings.append("placement-webhook: no valid policy set is loaded; nothing was applied")
-    return outcome
+def _log_fields(request: review.Request, outcome: admission.Outcome, patch: bytes, seconds: float) -> dict[str, Any]:
+    """The fields of the review's log line: the request, what admission did, the answer sent."""
+    group, version = request.group, request.version
+    fields: dict[str, Any] = {
+        "uid": request.uid,
+        "kind": f"{group}/{version}/{request.kind}" if group else f"{version}/{request.kind}",
+        "namespace": request.namespace,
+        "name": request.name,
+        "operation": request.operation,
+        "subResource": request.sub_resource,
+        "dryRun": request.dry_run,
+        "result": outcome.result,
+        "applied": outcome.applied,
+        "audited": outcome.audited,
+        "failed": outcome.failed,
+        "patchOperations": len(outcome.patch),
+        "patchBytes": len(patch),
+        "warnings": len(outcome.warnings),
+        "durationMs": round(seconds * 1000, 3),
+    }
+    if outcome.error:
+        fields["error"] = outcome.error
+    return fields
 
 
 def _reject(state: State, started: float, status: int, message: str) -> web.Response:

@@ -14,9 +14,9 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
+from webhook.kube.kinds import BUILTIN, Targets
 from webhook.policy import loader
 from webhook.policy.policyset import PolicySet
-from webhook.kube.kinds import BUILTIN, Targets
 
 log = logging.getLogger(__name__)
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import yaml
 
+from webhook.kube.pointers import pointer as to_pointer
+from webhook.kube.pointers import resolve
 from webhook.suites.model import Expect
 
 
@@ -178,28 +179,6 @@ def project(actual: Any, expected: Any) -> Any:
                 template.update(item)
         return [project(a, template) if template else a for a in actual]
     return actual
-
-
-def resolve(obj: Any, pointer: str) -> tuple[bool, Any]:
-    """(found, value) at an RFC 6901 pointer."""
-    node = obj
-    for token in _tokens(pointer):
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            return False, None
-    return True, node
-
-
-def _tokens(pointer: str) -> Iterator[str]:
-    for raw in pointer.split("/")[1:]:
-        yield raw.replace("~1", "/").replace("~0", "~")
-
-
-def to_pointer(path: Sequence[str | int]) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
 def dump(value: Any) -> str:

@@ -1,21 +1,13 @@
-"""How a suite run is shown: one line per case, a diff per failure, a summary, JUnit XML.
-
-The summary ``N passed, M failed`` stands alone on the last line of standard output so
-scripts can read it; problems that stop a suite from running go to standard error as
-``file:line: field: message``.
-"""
+"""How a suite run is shown: one line per case, a diff per failure, a summary, JUnit XML."""
 from __future__ import annotations
 
-import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
 
-from webhook.suites import run as suites
+from webhook.suites import run as suite_run
 
 
-def case_line(result: suites.CaseResult) -> str:
+def case_line(result: suite_run.CaseResult) -> str:
     """``PASS file:line: suite: case`` (``FAIL`` / ``UPDATED``), then each failure indented."""
     status = "FAIL" if not result.passed else ("UPDATED" if result.updated else "PASS")
     lines = [f"{status} {result.file}:{result.line}: {result.suite}: {result.case}"]
@@ -24,46 +16,21 @@ def case_line(result: suites.CaseResult) -> str:
     return "\n".join(lines)
 
 
-def summary(report: suites.Report) -> str:
+def summary(report: suite_run.Report) -> str:
     return f"{report.passed} passed, {report.failed} failed"
-
-
-def main(*, paths: Sequence[str], junit: str | None, update: bool, out: TextIO | None = None,
-         err: TextIO | None = None) -> int:
-    """Run the suites under ``paths`` and print as the ``test`` command does; returns the exit code."""
-    out = out or sys.stdout
-    err = err or sys.stderr
-    try:
-        files = suites.discover(paths)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=err)
-        return suites.EXIT_BROKEN
-    if not files:
-        print(f"error: no *.suite.yaml files under {', '.join(paths)}", file=err)
-        return suites.EXIT_BROKEN
-    report = suites.run(files, update=update, on_case=lambda r: print(case_line(r), file=out, flush=True))
-    for problem in report.broken:
-        print(str(problem), file=err)
-    updated = sum(r.updated for r in report.results)
-    if updated:
-        print(f"updated the expected object of {updated} case(s); review the change with git diff", file=err)
-    if junit:
-        write_junit(report, Path(junit))
-    print(summary(report), file=out)
-    return report.exit_code
 
 
 # ---- JUnit XML -----------------------------------------------------------------------------
 
 
-def junit_tree(report: suites.Report) -> ET.ElementTree:
+def junit_tree(report: suite_run.Report) -> ET.ElementTree:
     """JUnit XML (testsuites/testsuite/testcase/failure) as CI systems read it.
 
     A suite file that cannot run becomes a testsuite with one ``<error>`` testcase, so CI
     shows it instead of silently running fewer tests.
     """
     root = ET.Element("testsuites", name="placement-webhook test")
-    groups: dict[tuple[str, str], list[suites.CaseResult]] = {}
+    groups: dict[tuple[str, str], list[suite_run.CaseResult]] = {}
     for result in report.results:
         groups.setdefault((result.file, result.suite), []).append(result)
     for (file, name), results in groups.items():
@@ -75,7 +42,7 @@ def junit_tree(report: suites.Report) -> ET.ElementTree:
     return ET.ElementTree(root)
 
 
-def _testsuite(root: ET.Element, *, file: str, name: str, results: list[suites.CaseResult]) -> None:
+def _testsuite(root: ET.Element, *, file: str, name: str, results: list[suite_run.CaseResult]) -> None:
     element = ET.SubElement(root, "testsuite", name=name, file=file)
     for result in results:
         case = ET.SubElement(
@@ -88,7 +55,7 @@ def _testsuite(root: ET.Element, *, file: str, name: str, results: list[suites.C
     _count(element, [element])
 
 
-def _broken_suite(root: ET.Element, *, file: str, problem: suites.SuiteError) -> None:
+def _broken_suite(root: ET.Element, *, file: str, problem: suite_run.SuiteError) -> None:
     element = ET.SubElement(root, "testsuite", name=file, file=file)
     case = ET.SubElement(element, "testcase", name="load suite", classname=file, file=file, time="0.000")
     error = ET.SubElement(case, "error", message=str(problem.errors[0]) if problem.errors else "broken suite", type="SuiteError")
@@ -105,6 +72,6 @@ def _count(element: ET.Element, testsuites: list[ET.Element]) -> None:
     element.set("time", f"{sum(float(c.get('time', '0')) for c in cases):.3f}")
 
 
-def write_junit(report: suites.Report, path: Path) -> None:
+def write_junit(report: suite_run.Report, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     junit_tree(report).write(path, encoding="utf-8", xml_declaration=True)

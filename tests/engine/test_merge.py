@@ -5,18 +5,13 @@ import copy
 from typing import Any
 
 import pytest
-from placement_kit import (
-    apply,
-    deployment,
-    make_policy,
-    node,
-    pod_spec_of,
-    required_terms,
-)
 
+from tests.kit.engine import apply
+from tests.kit.policies import policy as make_policy
+from tests.kit.workloads import deployment, node, pod_spec_of, required_terms
 from webhook.engine import merge
-from webhook.cluster.view import terms_match
 from webhook.engine.placement import PlacementError
+from webhook.kube.nodes import terms_match
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PREF = "preferredDuringSchedulingIgnoredDuringExecution"

@@ -5,12 +5,14 @@ import copy
 from typing import Any
 
 import pytest
-from placement_kit import apply, deployment, make_policy, pod_spec_of
 
+from tests.kit.engine import apply
+from tests.kit.policies import policy as make_policy
+from tests.kit.workloads import deployment, pod_spec_of
 from webhook import LABEL_GROUP
 from webhook.cluster.view import StaticClusterView
 from webhook.engine.placement import PlacementError, group_value
-from webhook.kube.kinds import get_path
+from webhook.kube.pointers import get_path
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PREF = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -86,14 +88,14 @@ def test_an_object_without_its_pod_spec_is_a_placement_error() -> None:
 
 
 def test_required_spread_selects_on_the_workload_selector() -> None:
-    obj = deployment(labels={"app": "web", "tier": "front"}, selector={"matchLabels": {"app": "web"}})
+    obj = deployment(pod_labels={"app": "web", "tier": "front"}, selector={"matchLabels": {"app": "web"}})
     apply(obj, make_policy(**spread()))
     assert anti_terms(obj) == [{"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOST}]
 
 
 def test_selector_match_expressions_are_copied_too() -> None:
     selector = {"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "track", "operator": "In", "values": ["stable"]}]}
-    obj = deployment(labels={"app": "web", "track": "stable"}, selector=selector)
+    obj = deployment(pod_labels={"app": "web", "track": "stable"}, selector=selector)
     apply(obj, make_policy(**spread()))
     assert anti_terms(obj)[0]["labelSelector"] == selector
 

@@ -286,7 +286,7 @@ def test_an_engine_failure_on_one_object_exits_1_and_still_prints_it(
     def crash(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(admission, "apply_policy", crash)
+    monkeypatch.setattr(admission, "_admit", crash)  # whatever breaks inside, admit fails open
     code, out, err = _mutate(capsys, policies, "-f", str(_write(tmp_path, "d.yaml", DEPLOYMENT)), "-o", "json")
     assert code == 1
     assert "error: Deployment/default/web: RuntimeError: kaput" in err

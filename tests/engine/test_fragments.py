@@ -1,16 +1,17 @@
 """Compilation of a policy's placement into Kubernetes fragments (SPEC 3.2, 3.3, 3.5)."""
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from placement_kit import make_policy, node, preferred_score
 
-from webhook.engine import fragments as compiler
-from webhook.cluster.view import terms_match
+from tests.kit.engine import preferred_score
+from tests.kit.policies import policy as make_policy
+from tests.kit.workloads import node
+from webhook.engine import fragments
+from webhook.kube.nodes import terms_match
 
 
 def expr(key: str, op: str, *values: str) -> dict[str, Any]:
@@ -32,7 +33,7 @@ NEGATIONS = [
 
 @pytest.mark.parametrize(("original", "negated"), NEGATIONS, ids=lambda v: str(v)[:40])
 def test_every_operator_negates_to_its_opposite(original: dict[str, Any], negated: list[dict[str, Any]]) -> None:
-    assert compiler.negate(original) == negated
+    assert fragments.negate(original) == negated
 
 
 EXAMPLE_NODES = [
@@ -49,7 +50,7 @@ EXAMPLE_NODES = [
 @pytest.mark.parametrize(("original", "_negated"), NEGATIONS, ids=lambda v: str(v)[:40])
 def test_negation_admits_exactly_the_nodes_the_original_rejects(original: dict[str, Any], _negated: Any) -> None:
     anti = [{"matchExpressions": [original]}]
-    negated_terms = compiler.negate_term(anti[0])
+    negated_terms = fragments.negate_term(anti[0])
     for n in EXAMPLE_NODES:
         if n["metadata"]["labels"].get("a") in ("x", "y") and original["operator"] in ("Gt", "Lt"):
             continue  # a non-integer value satisfies neither Gt nor Lt (see compile.negate)
@@ -57,7 +58,7 @@ def test_negation_admits_exactly_the_nodes_the_original_rejects(original: dict[s
 
 
 def test_gt_negation_admits_nodes_that_lack_the_key() -> None:
-    terms = compiler.negate_term({"matchExpressions": [expr("a", "Gt", "5")]})
+    terms = fragments.negate_term({"matchExpressions": [expr("a", "Gt", "5")]})
     assert terms == [{"matchExpressions": [expr("a", "Lt", "6")]}, {"matchExpressions": [expr("a", "DoesNotExist")]}]
     assert terms_match(terms, node("bare"))
     assert terms_match(terms, node("five", a="5"))
@@ -66,7 +67,7 @@ def test_gt_negation_admits_nodes_that_lack_the_key() -> None:
 
 def test_multi_expression_anti_term_negates_to_an_or_of_single_negations() -> None:
     anti = {"matchExpressions": [expr("maintenance", "In", "true"), expr("zone", "Exists")]}
-    assert compiler.negate_term(anti) == [
+    assert fragments.negate_term(anti) == [
         {"matchExpressions": [expr("maintenance", "NotIn", "true")]},
         {"matchExpressions": [expr("zone", "DoesNotExist")]},
     ]
@@ -74,8 +75,8 @@ def test_multi_expression_anti_term_negates_to_an_or_of_single_negations() -> No
 
 def test_match_fields_negate_in_to_not_in_and_back() -> None:
     anti = {"matchFields": [expr("metadata.name", "In", "n1")]}
-    assert compiler.negate_term(anti) == [{"matchFields": [expr("metadata.name", "NotIn", "n1")]}]
-    assert compiler.negate_term({"matchFields": [expr("metadata.name", "NotIn", "n1")]}) == [
+    assert fragments.negate_term(anti) == [{"matchFields": [expr("metadata.name", "NotIn", "n1")]}]
+    assert fragments.negate_term({"matchFields": [expr("metadata.name", "NotIn", "n1")]}) == [
         {"matchFields": [expr("metadata.name", "In", "n1")]}
     ]
 
@@ -89,7 +90,7 @@ def test_several_required_anti_terms_are_all_avoided() -> None:
             ]
         }
     }
-    terms = compiler.compile_spec({"placement": placement}).required
+    terms = fragments.compile_spec({"placement": placement}).required
     assert terms == [{"matchExpressions": [expr("maintenance", "NotIn", "true"), expr("gpu", "DoesNotExist")]}]
 
 
@@ -104,7 +105,7 @@ def test_several_required_anti_terms_are_all_avoided() -> None:
 def test_preferred_gt_lt_anti_terms_weigh_every_node_like_the_faithful_negation(
     op: str, bound: str, scores: dict[str, int]
 ) -> None:
-    prefs = compiler.negate_preferred({"weight": 10, "preference": {"matchExpressions": [expr("a", op, bound)]}})
+    prefs = fragments.negate_preferred({"weight": 10, "preference": {"matchExpressions": [expr("a", op, bound)]}})
     assert len(prefs) == 2  # Lt/Gt and DoesNotExist: mutually exclusive, so never counted twice
     for n in EXAMPLE_NODES[:5]:
         assert preferred_score(prefs, n) == scores[n["metadata"]["name"]], n["metadata"]["name"]
@@ -116,7 +117,7 @@ def test_required_node_affinity_or_terms_are_anded_with_negated_anti_terms() -> 
                                       {"matchExpressions": [expr("zone", "In", "b")]}]},
         "nodeAntiAffinity": {"required": [{"matchExpressions": [expr("load", "Gt", "5")]}]},
     }
-    terms = compiler.compile_spec({"placement": placement}).required
+    terms = fragments.compile_spec({"placement": placement}).required
     assert terms is not None and len(terms) == 4
     assert terms_match(terms, node(zone="a"))
     assert terms_match(terms, node(zone="b", load="2"))
@@ -129,7 +130,7 @@ def test_contradictory_combinations_are_dropped_from_the_compiled_terms() -> Non
         "nodeAffinity": {"required": [{"matchExpressions": [expr("load", "Exists")]}]},
         "nodeAntiAffinity": {"required": [{"matchExpressions": [expr("load", "Gt", "5")]}]},
     }
-    assert compiler.compile_spec({"placement": placement}).required == [
+    assert fragments.compile_spec({"placement": placement}).required == [
         {"matchExpressions": [expr("load", "Exists"), expr("load", "Lt", "6")]}
     ]
 
@@ -137,7 +138,7 @@ def test_contradictory_combinations_are_dropped_from_the_compiled_terms() -> Non
 def test_more_than_64_compiled_terms_is_a_policy_error() -> None:
     anti = [{"matchExpressions": [expr(f"k{i}", "Exists"), expr(f"j{i}", "Exists")]} for i in range(7)]
     policy = make_policy(placement={"nodeAntiAffinity": {"required": anti}})
-    assert "more than 64" in str(compiler.compiled(policy).error)
+    assert "more than 64" in str(fragments.compiled(policy).error)
 
 
 def test_a_required_affinity_that_contradicts_itself_is_a_policy_error() -> None:
@@ -145,12 +146,12 @@ def test_a_required_affinity_that_contradicts_itself_is_a_policy_error() -> None
         "nodeAffinity": {"required": [{"matchExpressions": [expr("a", "Exists")]}]},
         "nodeAntiAffinity": {"required": [{"matchExpressions": [expr("a", "Exists")]}]},
     }
-    assert "can match no node" in str(compiler.compiled(make_policy(placement=placement)).error)
+    assert "can match no node" in str(fragments.compiled(make_policy(placement=placement)).error)
 
 
 def test_compiled_fragments_are_memoised_on_the_policy() -> None:
     policy = make_policy(placement={"nodeSelector": {"disk": "ssd"}})
-    assert compiler.compiled(policy) is compiler.compiled(policy)
+    assert fragments.compiled(policy) is fragments.compiled(policy)
 
 
 PROVIDERS = [
@@ -175,13 +176,13 @@ PROVIDERS = [
 @pytest.mark.parametrize(("provider", "want", "requirement"), PROVIDERS, ids=lambda v: str(v)[:30])
 def test_capacity_prefer_compiles_to_a_weighted_preferred_term(provider: Any, want: str, requirement: Any) -> None:
     spec = {"placement": {"capacity": {"prefer": want, "weight": 40, "provider": provider}}}
-    assert compiler.compile_spec(spec).preferred == [{"weight": 40, "preference": {"matchExpressions": [requirement]}}]
+    assert fragments.compile_spec(spec).preferred == [{"weight": 40, "preference": {"matchExpressions": [requirement]}}]
 
 
 @pytest.mark.parametrize(("provider", "want", "requirement"), PROVIDERS, ids=lambda v: str(v)[:30])
 def test_capacity_require_compiles_to_a_required_term(provider: Any, want: str, requirement: Any) -> None:
     spec = {"placement": {"capacity": {"require": want, "weight": 50, "provider": provider}}}
-    assert compiler.compile_spec(spec).required == [{"matchExpressions": [requirement]}]
+    assert fragments.compile_spec(spec).required == [{"matchExpressions": [requirement]}]
 
 
 @pytest.mark.parametrize(
@@ -195,14 +196,14 @@ def test_capacity_require_compiles_to_a_required_term(provider: Any, want: str, 
     ],
 )
 def test_the_aks_spot_taint_is_tolerated_only_when_spot_is_wanted(capacity: dict[str, Any], tolerated: bool) -> None:
-    tolerations = compiler.compile_spec({"placement": {"capacity": capacity}}).tolerations
-    assert (tolerations == [compiler.AKS_TOLERATION]) is tolerated
+    tolerations = fragments.compile_spec({"placement": {"capacity": capacity}}).tolerations
+    assert (tolerations == [fragments.AKS_TOLERATION]) is tolerated
 
 
 def test_an_explicit_provider_brings_its_own_toleration() -> None:
     tol = {"key": "lifecycle", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}
     provider = {"label": "lifecycle", "spot": ["spot"], "onDemand": ["normal"], "toleration": tol}
-    compiled = compiler.compile_spec({"placement": {"capacity": {"require": "spot", "provider": provider}}})
+    compiled = fragments.compile_spec({"placement": {"capacity": {"require": "spot", "provider": provider}}})
     assert compiled.tolerations == [tol]
 
 
@@ -220,7 +221,7 @@ P = "placement.novasphere.dev/"
 def test_resource_thresholds_compile_to_preferred_usage_lt_terms(
     resources: dict[str, Any], preferred: list[tuple[int, str, str]]
 ) -> None:
-    compiled = compiler.compile_spec({"placement": {"resources": resources}})
+    compiled = fragments.compile_spec({"placement": {"resources": resources}})
     assert compiled.preferred == [
         {"weight": w, "preference": {"matchExpressions": [expr(k, "Lt", v)]}} for w, k, v in preferred
     ]
@@ -244,7 +245,7 @@ def test_required_resources_compile_to_available_gt_terms(
     resource_type: str, min_available: str, requirement: dict[str, Any]
 ) -> None:
     resources = {"requiredResources": [{"resourceType": resource_type, "minAvailable": min_available}]}
-    assert compiler.compile_spec({"placement": {"resources": resources}}).required == [
+    assert fragments.compile_spec({"placement": {"resources": resources}}).required == [
         {"matchExpressions": [requirement]}
     ]
 
@@ -256,23 +257,9 @@ def test_several_required_resources_are_one_anded_term() -> None:
             {"resourceType": "memory", "minAvailable": "4Gi"},
         ]
     }
-    assert compiler.compile_spec({"placement": {"resources": resources}}).required == [
+    assert fragments.compile_spec({"placement": {"resources": resources}}).required == [
         {"matchExpressions": [expr(P + "gpu-available", "Gt", "0"), expr(P + "memory-available", "Gt", "4095")]}
     ]
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [("500m", Fraction(1, 2)), ("4Gi", 4 * 2**30), ("1e3", 1000), ("1.5", Fraction(3, 2)), ("2k", 2000), (".5", Fraction(1, 2))],
-)
-def test_quantities_parse_like_kubernetes(text: str, value: Fraction) -> None:
-    assert compiler.parse_quantity(text) == value
-
-
-@pytest.mark.parametrize("text", ["", "4GB", "lots", "1..2", "Gi"])
-def test_malformed_quantities_are_compile_errors(text: str) -> None:
-    with pytest.raises(compiler.CompileError):
-        compiler.parse_quantity(text)
 
 
 @pytest.mark.parametrize(
@@ -285,7 +272,7 @@ def test_malformed_quantities_are_compile_errors(text: str) -> None:
     ],
 )
 def test_a_spec_the_loader_would_reject_becomes_a_policy_error_not_a_crash(placement: dict[str, Any]) -> None:
-    assert compiler.compiled(make_policy(placement=placement)).error
+    assert fragments.compiled(make_policy(placement=placement)).error
 
 
 json_values = st.recursive(
@@ -306,14 +293,14 @@ def containers(value: Any) -> list[int]:
 
 @given(json_values)
 def test_a_json_copy_is_equal_and_shares_no_dict_or_list_with_the_original(value: Any) -> None:
-    copied = compiler.copy_json(value)
+    copied = fragments.copy_json(value)
     assert copied == value
     assert not set(containers(copied)) & set(containers(value))
 
 
 def test_a_json_copy_does_not_alias_a_value_repeated_inside_the_original() -> None:
     shared = {"key": "zone", "operator": "Exists"}
-    copied = compiler.copy_json([shared, shared])
+    copied = fragments.copy_json([shared, shared])
     assert copied[0] is not copied[1]
     copied[0]["key"] = "region"
     assert copied[1]["key"] == "zone" and shared["key"] == "zone"

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from webhook import cli
-
 from webhook.commands import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    serve.configure_serve(parser)
+    serve.configure(parser)
     return parser.parse_args(list(argv))
 
 

@@ -7,8 +7,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from placement_kit import apply, deployment, make_policy, pod_spec_of, required_terms
 
+from tests.kit.engine import apply
+from tests.kit.policies import policy as make_policy
+from tests.kit.workloads import deployment, pod_spec_of, required_terms
 from webhook.cluster.view import StaticClusterView
 from webhook.engine.fragments import term_contains
 from webhook.engine.placement import PlacementError
@@ -105,7 +107,7 @@ def workload(draw: st.DrawFn) -> dict[str, Any]:
     strategy = draw(st.sampled_from([None, {}, {"type": "Recreate"},
                                      {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
                                      {"rollingUpdate": {"maxSurge": 2}}]))
-    obj = deployment(labels=labels, pod_spec=pod, strategy=strategy, replicas=draw(st.sampled_from([None, 1, 3])),
+    obj = deployment(pod_labels=labels, pod_spec=pod, strategy=strategy, replicas=draw(st.sampled_from([None, 1, 3])),
                      selector={"matchLabels": labels} if labels else {})
     return obj
 

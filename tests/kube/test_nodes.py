@@ -4,17 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from placement_kit import node
 
-from webhook.cluster.view import (
-    ClusterView,
-    StaticClusterView,
-    node_eligible,
-    requirement_matches,
-    term_matches,
-    terms_match,
-    tolerates,
-)
+from tests.kit.workloads import node
+from webhook.cluster.view import ClusterView, StaticClusterView
+from webhook.kube.nodes import node_eligible, requirement_matches, term_matches, terms_match, tolerates
 
 
 def test_a_static_view_is_a_cluster_view() -> None:

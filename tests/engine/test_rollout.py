@@ -5,8 +5,10 @@ import copy
 from typing import Any
 
 import pytest
-from placement_kit import apply, deployment, make_policy, node, pod_spec_of
 
+from tests.kit.engine import apply
+from tests.kit.policies import policy as make_policy
+from tests.kit.workloads import deployment, node, pod_spec_of
 from webhook.cluster.view import StaticClusterView
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"

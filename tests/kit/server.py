@@ -1,13 +1,7 @@
-"""Helpers of the server tests: a generated PKI, policy texts, AdmissionReviews.
-
-Imported by name (``from serverkit import ...``); ``conftest`` puts this folder on the path
-because the suite runs with ``--import-mode=importlib``.
-"""
+"""What the server tests share: a generated PKI, policy texts, metric samples."""
 from __future__ import annotations
 
-import base64
 import copy
-import json
 import ssl
 import uuid
 from dataclasses import dataclass
@@ -92,60 +86,6 @@ def make_pki(folder: Path) -> Pki:
     certs.ensure(folder, service="placement-webhook", namespace="default", dns=["localhost"], ips=["127.0.0.1"])
     return Pki(folder, certs.load_pair(folder / "ca.crt", folder / "ca.key"))
 
-
-
-
-def deployment(name: str = "web", *, labels: dict[str, str] | None = None, pad: int = 0) -> dict[str, Any]:
-    """A Deployment; ``pad`` adds an env var of that many bytes to grow the object."""
-    labels = labels or {"app": name}
-    container: dict[str, Any] = {"name": "app", "image": "nginx:1.27"}
-    if pad:
-        container["env"] = [{"name": "PAD", "value": "x" * pad}]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "prod", "labels": labels},
-        "spec": {
-            "replicas": 3,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
-        },
-    }
-
-
-def admission_review(
-    obj: dict[str, Any] | None,
-    *,
-    api_version: str = "admission.k8s.io/v1",
-    operation: str = "CREATE",
-    old: dict[str, Any] | None = None,
-    dry_run: bool = False,
-    kind: tuple[str, str, str] = ("apps", "v1", "Deployment"),
-    uid: str | None = None,
-) -> dict[str, Any]:
-    """An AdmissionReview request shaped like the API server's."""
-    group, version, kind_name = kind
-    meta = (obj or old or {}).get("metadata", {})
-    request: dict[str, Any] = {
-        "uid": uid or str(uuid.uuid4()),
-        "kind": {"group": group, "version": version, "kind": kind_name},
-        "resource": {"group": group, "version": version, "resource": kind_name.lower() + "s"},
-        "namespace": meta.get("namespace", "default"),
-        "name": meta.get("name"),
-        "operation": operation,
-        "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters"]},
-        "object": obj,
-        "oldObject": old,
-        "dryRun": dry_run,
-    }
-    return {"apiVersion": api_version, "kind": "AdmissionReview", "request": request}
-
-
-def decode_patch(answer: dict[str, Any]) -> list[dict[str, Any]]:
-    response = answer["response"]
-    assert response.get("patchType") == "JSONPatch"
-    patch: list[dict[str, Any]] = json.loads(base64.b64decode(response["patch"]))
-    return patch
 
 
 

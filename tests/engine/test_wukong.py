@@ -5,8 +5,9 @@ import copy
 from typing import Any
 
 import pytest
-from placement_kit import apply, make_policy
 
+from tests.kit.engine import apply
+from tests.kit.policies import policy as make_policy
 from webhook.cluster.view import StaticClusterView
 from webhook.engine.placement import PlacementError
 

@@ -1,0 +1,43 @@
+"""Policies as the loader hands them to the engine: plain data with the loader's defaults."""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from webhook.kube.kinds import BUILTIN
+from webhook.policy.policyset import Policy, PolicySet
+
+
+def policy(
+    name: str = "p",
+    *,
+    order: int = 0,
+    targets: tuple[str, ...] | None = None,
+    on_conflict: str = "merge",
+    **spec: Any,
+) -> Policy:
+    """A ``Policy`` with every default the loader fills in (``order``, ``onConflict``,
+    ``enforcement``, spread and capacity defaults, rollout mode); ``targets`` names the
+    kinds of ``match.kinds``."""
+    spec = copy.deepcopy(spec)
+    spec = {"order": order, "onConflict": on_conflict, "enforcement": "patch", **spec}
+    placement = spec.get("placement") or {}
+    anti = placement.get("podAntiAffinity")
+    if anti and anti.get("spread"):
+        anti.setdefault("topologyKey", "kubernetes.io/hostname")
+        anti.setdefault("weight", 100)
+    capacity = placement.get("capacity")
+    if capacity:
+        capacity.setdefault("weight", 50)
+        capacity.setdefault("provider", "generic")
+    if spec.get("rollout"):
+        spec["rollout"].setdefault("mode", "safe")
+    resolved = None
+    if targets is not None:
+        resolved = frozenset(t for ref in targets for t in BUILTIN.resolve(ref))
+        spec.setdefault("match", {})["kinds"] = list(targets)
+    return Policy(name=name, spec=spec, order=order, targets=resolved)
+
+
+def policy_set(*policies: Policy) -> PolicySet:
+    return PolicySet(tuple(policies))

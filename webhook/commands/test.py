@@ -1,0 +1,61 @@
+"""``placement-webhook test``: run policy test suites (``*.suite.yaml``).
+
+One line per case, a diff per failure, ``N passed, M failed`` alone on the last line of
+standard output; broken suites on standard error as ``file:line: field: message``.
+Exit 0 when every case passes, 1 when one fails, 2 when a suite cannot run.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from webhook.exitcodes import Exit
+from webhook.files.walk import MissingPath
+from webhook.suites import load, report
+from webhook.suites import run as suite_run
+
+HELP = "run policy test suites (*.suite.yaml)"
+
+
+# ---- command line --------------------------------------------------------------------------
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH", default=["policies"],
+                        help="suite files or folders searched for *.suite.yaml (default: policies)")
+    parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
+    parser.add_argument("--update", action="store_true",
+                        help="rewrite expect.object / expect.objectFile from the current output")
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_suites(paths=args.paths, junit=args.junit, update=args.update)
+
+
+def run_suites(
+    *, paths: Sequence[str], junit: str | None, update: bool, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run the suites under ``paths`` and print as the ``test`` command does; returns the exit code."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        files = load.discover(paths)
+    except MissingPath as exc:
+        print(f"error: {exc}", file=err)
+        return Exit.USAGE
+    if not files:
+        print(f"error: no *.suite.yaml files under {', '.join(paths)}", file=err)
+        return Exit.USAGE
+    outcome = suite_run.run(files, update=update, on_case=lambda r: print(report.case_line(r), file=out, flush=True))
+    for problem in outcome.broken:
+        print(str(problem), file=err)
+    updated = sum(r.updated for r in outcome.results)
+    if updated:
+        print(f"updated the expected object of {updated} case(s); review the change with git diff", file=err)
+    if junit:
+        report.write_junit(outcome, Path(junit))
+    print(report.summary(outcome), file=out)
+    return outcome.exit_code
