@@ -47,10 +47,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))  # run as a script: the checkout's webhook and bench packages
 
-from engine_bench import policy_yaml, typical_deployment
+from bench.engine_bench import policy_yaml, typical_deployment
 
 from webhook.server import certs
 

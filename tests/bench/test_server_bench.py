@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+from bench import server_bench
 
-import server_bench
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/schedstat").exists(), reason="reads /proc")
 
@@ -41,8 +40,10 @@ def test_keeping_a_cpu_awake_runs_an_idle_priority_spinner_on_that_cpu_only_whil
         (pid,) = spinners
         assert os.sched_getscheduler(pid) == os.SCHED_IDLE
         assert os.sched_getaffinity(pid) == {cpu}
-        time.sleep(0.2)
-        assert server_bench._cpu_seconds(pid) > 0.05  # it does spin
+        # It is a busy loop: always runnable ("R"), whether or not the CPU is free to run it
+        # (an idle-priority process gets no time on a busy CPU, so its CPU time proves nothing).
+        time.sleep(0.1)
+        assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "R"
     assert _children() - before == set()
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
+
+from webhook.commands import serve
+from webhook.policy import loader
 
 POLICY = {
     "apiVersion": "placement.novasphere.dev/v1alpha1",
@@ -86,10 +88,6 @@ def test_certificates_and_policies_come_from_mounted_volumes_the_server_reads(de
 
 
 def test_the_image_entrypoint_plus_the_chart_args_is_a_valid_serve_command(render: Callable[..., Any], root: Path) -> None:
-    try:
-        serve = importlib.import_module("webhook.commands.serve")
-    except ImportError as exc:
-        pytest.skip(f"webhook.commands.serve is not there yet: {exc}")
     entrypoint = next(
         json.loads(line.split(None, 1)[1])
         for line in (root / "Dockerfile").read_text().splitlines()
@@ -134,10 +132,6 @@ def test_policies_from_values_become_one_file_each_in_the_watched_config_map(ren
 
 
 def test_rendered_policies_load_with_the_policy_loader(render: Callable[..., Any], tmp_path: Path) -> None:
-    try:
-        loader = importlib.import_module("webhook.policy.loader")
-    except ImportError as exc:
-        pytest.skip(f"webhook.policy.loader is not there yet: {exc}")
     (config_map,) = render({"policies": {"items": [POLICY]}}).of_kind("ConfigMap")
     for name, text in config_map["data"].items():
         (tmp_path / name).write_text(text)

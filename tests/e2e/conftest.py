@@ -5,7 +5,6 @@ KUBEBUILDER_ASSETS when they are absent; the offline checks of this folder run e
 """
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,10 +12,8 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from e2e_workloads import POLICY_YAML, RESOURCES, placed, workload
-from envkit import (
+from tests.kit.e2e_workloads import POLICY_YAML, RESOURCES, placed, workload
+from tests.kit.envtest import (
     SKIP_REASON,
     VM_CRD,
     ControlPlane,
@@ -25,7 +22,6 @@ from envkit import (
     wait_until,
     webhook_configuration,
 )
-
 from webhook import ANNOTATION_SKIP
 
 

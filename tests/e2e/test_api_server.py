@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from e2e_workloads import RESOURCES, placed, untouched, workload
-from envkit import stopped
 
+from tests.kit.e2e_workloads import RESOURCES, placed, untouched, workload
+from tests.kit.envtest import stopped
 from webhook import ANNOTATION_SKIP
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

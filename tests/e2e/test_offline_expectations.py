@@ -11,7 +11,8 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from e2e_workloads import (
+
+from tests.kit.e2e_workloads import (
     POLICY_NAME,
     POLICY_YAML,
     RESOURCES,
@@ -19,8 +20,7 @@ from e2e_workloads import (
     untouched,
     workload,
 )
-from envkit import SKIP_REASON, VM_CRD, find_assets, webhook_configuration
-
+from tests.kit.envtest import SKIP_REASON, VM_CRD, find_assets, webhook_configuration
 from webhook import ANNOTATION_SKIP
 from webhook.engine import admission, review
 from webhook.policy import loader

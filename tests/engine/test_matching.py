@@ -37,52 +37,55 @@ def test_a_policy_without_match_selects_any_create_or_update() -> None:
 
 
 MATCH_TABLE = [
-    # (match block, matched?, reason fragment when not)
-    ({"kinds": ["Deployment"]}, True, ""),
-    ({"kinds": ["apps/Deployment"]}, True, ""),
-    ({"kinds": ["apps/v1/Deployment"]}, True, ""),
+    # (match block, matched?, reason fragment when not; None when it matches)
+    ({"kinds": ["Deployment"]}, True, None),
+    ({"kinds": ["apps/Deployment"]}, True, None),
+    ({"kinds": ["apps/v1/Deployment"]}, True, None),
     ({"kinds": ["StatefulSet"]}, False, "kind apps/v1/Deployment is not in kinds [StatefulSet]"),
     ({"kinds": ["batch/Deployment"]}, False, "is not in kinds"),
     ({"operations": ["UPDATE"]}, False, "operation CREATE is not in [UPDATE]"),
-    ({"operations": ["CREATE"]}, True, ""),
-    ({"namespaces": ["prod"]}, True, ""),
-    ({"namespaces": ["team-*", "prod"]}, True, ""),
-    ({"namespaces": ["pro?"]}, True, ""),
+    ({"operations": ["CREATE"]}, True, None),
+    ({"namespaces": ["prod"]}, True, None),
+    ({"namespaces": ["team-*", "prod"]}, True, None),
+    ({"namespaces": ["pro?"]}, True, None),
     ({"namespaces": ["Prod"]}, False, "namespace prod is not in [Prod]"),
     ({"namespaces": ["team-*"]}, False, "namespace prod is not in [team-*]"),
-    ({"excludeNamespaces": ["kube-*"]}, True, ""),
+    ({"excludeNamespaces": ["kube-*"]}, True, None),
     ({"excludeNamespaces": ["prod"]}, False, "namespace prod is in excludeNamespaces [prod]"),
-    ({"names": ["web-*"]}, True, ""),
+    ({"names": ["web-*"]}, True, None),
     ({"names": ["api-*"]}, False, "name web-api is not in [api-*]"),
-    ({"selector": {"matchLabels": {"tier": "web"}}}, True, ""),
+    ({"selector": {"matchLabels": {"tier": "web"}}}, True, None),
     ({"selector": {"matchLabels": {"tier": "db"}}}, False, "selector: label tier=db required, found tier=web"),
-    ({"selector": {}}, True, ""),
-    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "api"]}]}}, True, ""),
+    ({"selector": {}}, True, None),
+    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "api"]}]}}, True, None),
     ({"selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["db"]}]}}, False, "label tier In [db]"),
     ({"selector": {"matchExpressions": [{"key": "absent", "operator": "In", "values": ["x"]}]}}, False, "no such label"),
-    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]}}, True, ""),
-    ({"selector": {"matchExpressions": [{"key": "absent", "operator": "NotIn", "values": ["x"]}]}}, True, ""),
+    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]}}, True, None),
+    ({"selector": {"matchExpressions": [{"key": "absent", "operator": "NotIn", "values": ["x"]}]}}, True, None),
     ({"selector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["web"]}]}}, False, "NotIn"),
-    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}}, True, ""),
+    ({"selector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}}, True, None),
     ({"selector": {"matchExpressions": [{"key": "absent", "operator": "Exists"}]}}, False, "label absent Exists does not hold"),
-    ({"selector": {"matchExpressions": [{"key": "absent", "operator": "DoesNotExist"}]}}, True, ""),
+    ({"selector": {"matchExpressions": [{"key": "absent", "operator": "DoesNotExist"}]}}, True, None),
     ({"selector": {"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}}, False, "DoesNotExist"),
     ({"selector": {"matchLabels": {"tier": "web"}, "matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}}, False, "DoesNotExist"),
-    ({"podSelector": {"matchLabels": {"app": "web-api"}}}, True, ""),
+    ({"podSelector": {"matchLabels": {"app": "web-api"}}}, True, None),
     ({"podSelector": {"matchLabels": {"tier": "web"}}}, False, "podSelector: label tier=web required"),
-    ({"annotations": {"team.example.com/owner": "*"}}, True, ""),
-    ({"annotations": {"team.example.com/owner": "pay*"}}, True, ""),
+    ({"annotations": {"team.example.com/owner": "*"}}, True, None),
+    ({"annotations": {"team.example.com/owner": "pay*"}}, True, None),
     ({"annotations": {"team.example.com/owner": "search"}}, False, "does not match 'search'"),
     ({"annotations": {"other": "*"}}, False, "annotation other is not set"),
-    ({"kinds": ["Deployment"], "namespaces": ["prod"], "names": ["web-*"], "selector": {"matchLabels": {"tier": "web"}}}, True, ""),
+    ({"kinds": ["Deployment"], "namespaces": ["prod"], "names": ["web-*"], "selector": {"matchLabels": {"tier": "web"}}}, True, None),
 ]
 
 
 @pytest.mark.parametrize(("match", "matched", "reason"), MATCH_TABLE)
-def test_every_match_criterion(match: dict[str, Any], matched: bool, reason: str) -> None:
+def test_every_match_criterion(match: dict[str, Any], matched: bool, reason: str | None) -> None:
     verdict = _verdict(match, namespace="prod")
     assert verdict.matched is matched
-    assert reason in verdict.reason
+    if reason is None:
+        assert verdict.reason == "matched"
+    else:
+        assert reason in verdict.reason
     assert not verdict.undecided
 
 

@@ -1,12 +1,9 @@
 """Fixtures of the server tests; the helpers they use live in ``serverkit``."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 from tests.kit.server import SSD_POLICY, Pki, make_pki
 

@@ -5,7 +5,7 @@ import asyncio
 import gc
 import os
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,19 +101,32 @@ def test_a_configmap_data_symlink_swap_is_reloaded_once_without_duplicates(tmp_p
     assert source.poll() is None
 
 
+async def _until(condition: Callable[[], bool], *, tasks: Sequence[asyncio.Task[Any]] = (), timeout: float = 10.0) -> None:
+    """Wait until ``condition()`` holds. Fails, instead of hanging, after ``timeout`` seconds or
+    as soon as one of ``tasks`` has ended (its own failed assertion is raised here)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        for task in tasks:
+            if task.done():
+                task.result()  # raises what the task raised
+                pytest.fail(f"{task.get_name()} ended before the condition held")
+        if loop.time() > deadline:
+            pytest.fail(f"condition not met within {timeout} s")
+        await asyncio.sleep(0.001)
+
+
 async def test_every_keeps_polling_after_a_failing_step() -> None:
     calls: list[int] = []
-    done = asyncio.Event()
 
     async def step() -> None:
         calls.append(len(calls))
         if len(calls) == 1:
             raise RuntimeError("transient")
-        done.set()
+        raise asyncio.CancelledError  # the second call is the one we waited for: stop polling
 
-    task = asyncio.create_task(reload.every(0, step))
-    await done.wait()
-    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(reload.every(0, step), 10)  # fails instead of hanging if polling stopped
     assert calls == [0, 1]
 
 
@@ -155,14 +168,12 @@ async def test_policy_reload_under_load_answers_every_review_and_switches_sets(
             assert resp.status == 200
             answers.append(await resp.json())
 
-    senders = [asyncio.create_task(keep_sending()) for _ in range(4)]
-    while len(answers) < 20:
-        await asyncio.sleep(0)
+    senders = [asyncio.create_task(keep_sending(), name=f"sender-{i}") for i in range(4)]
+    await _until(lambda: len(answers) >= 20, tasks=senders)
     _configmap(mount, "2024_02_01", {"policy.yaml": ZONE_POLICY})
     await state.reload_policies()
     swapped_at = len(answers)
-    while len(answers) < swapped_at + 20:
-        await asyncio.sleep(0)
+    await _until(lambda: len(answers) >= swapped_at + 20, tasks=senders)
     stop.set()
     await asyncio.gather(*senders)
     selectors = [_node_selector(a) for a in answers if a["response"].get("patch")]
@@ -184,6 +195,5 @@ async def test_the_running_app_polls_the_folder_on_its_own(
     staged = policy_dir.parent / "zone.yaml.staged"
     staged.write_text(ZONE_POLICY)
     staged.replace(policy_dir / "zone.yaml")
-    while state.policy_set().names != ("ssd", "zone"):
-        await asyncio.sleep(interval)
+    await _until(lambda: state.policy_set().names == ("ssd", "zone"))
     assert sample(state.metrics.registry, RELOADS, {"result": "success"}) == 2

@@ -1,0 +1,1 @@
+"""Benchmarks: run each as a script (``python bench/NAME.py``); they print their figures."""
