@@ -76,7 +76,7 @@ def _builtin(obj: dict[str, Any]) -> bool:
 def _removed_leaves(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """Leaves of `before` missing or changed in `after`.
 
-    Two changes are the SPEC's own (3.2): a stale integer `priority` goes when a priority class is
+    Two changes are the policy language's own (docs/policies.md): a stale integer `priority` goes when a priority class is
     set, and the API server's rolling-update defaults (25%/25%) are not a value a user chose.
     """
     lost = []
@@ -110,7 +110,7 @@ def _required_terms(obj: dict[str, Any]) -> Iterator[tuple[list[Any], list[Any]]
 def _required_terms_still_hold(before: dict[str, Any], after: dict[str, Any]) -> None:
     """Required node affinity may only get stricter: every new term contains an original one.
 
-    (SPEC 3.2: the policy's terms are ANDed into every existing term, a cross product.)
+    (The policy's terms are ANDed into every existing term, a cross product.)
     """
     for path, original in dict(_required_terms(before)).items():
         if not original:

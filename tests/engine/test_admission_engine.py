@@ -1,4 +1,4 @@
-"""admit() with the real loader and engine: the scenarios SPEC 3.2 and 4.2 name, end to end."""
+"""admit() with the real loader and engine: the merge and odd-input scenarios of the docs, end to end."""
 from __future__ import annotations
 
 import copy

@@ -2,7 +2,7 @@
 
 For every generated policy set and workload:
 - the patch applied to the original gives exactly the mutated object;
-- a second pass over the output gives an empty patch (idempotency, SPEC 3.2);
+- a second pass over the output gives an empty patch (idempotency, docs/policies.md);
 - under ``onConflict: merge`` nothing the author wrote is removed or rewritten: every leaf of
   the input is still in the output with the same value, except the documented ones (a stale
   integer ``priority`` when a priority class is set; the API-default ``25%`` rollout values);
@@ -223,7 +223,7 @@ def at(obj: Any, path: tuple[Any, ...]) -> Any:
 
 
 def documented_change(path: tuple[Any, ...], value: Any) -> bool:
-    """Leaves that SPEC 3.2 allows a merge to change."""
+    """Leaves that merge mode may change (docs/policies.md, "Merge modes")."""
     if path and path[-1] == "priority":  # stale integer priority dropped for priorityClassName
         return True
     if "rollingUpdate" in path and value == "25%":  # API defaults may be replaced by rollout rules

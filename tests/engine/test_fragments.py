@@ -1,4 +1,4 @@
-"""Compilation of a policy's placement into Kubernetes fragments (SPEC 3.2, 3.3, 3.5)."""
+"""Compilation of a policy's placement into Kubernetes fragments (docs/policies.md, "Merge modes", 3.3, 3.5)."""
 from __future__ import annotations
 
 from typing import Any

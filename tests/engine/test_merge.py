@@ -1,4 +1,4 @@
-"""onConflict merge / keep / replace on every field group, and the AND of required terms (SPEC 3.2)."""
+"""onConflict merge / keep / replace on every field group, and the AND of required terms (docs/policies.md, "Merge modes")."""
 from __future__ import annotations
 
 import copy

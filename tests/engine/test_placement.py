@@ -1,4 +1,4 @@
-"""apply_policy on every kind of SPEC 2: spread, priority, VM eviction, idempotency per feature."""
+"""apply_policy on every workload kind: spread, priority, VM eviction, idempotency per feature."""
 from __future__ import annotations
 
 import copy

@@ -177,9 +177,9 @@ def test_merge_mode_removes_and_loosens_nothing_the_object_had(
         if "nodeSelectorTerms" in path:
             continue
         if path[-1] == "priority" and pod_spec_of(obj).get("priorityClassName") != pod_spec_of(original).get("priorityClassName"):
-            continue  # a stale integer priority goes with the class change (SPEC 3.2)
+            continue  # a stale integer priority goes with the class change (docs/policies.md, "Merge modes")
         if path[-1] in ("maxSurge", "maxUnavailable") and value == "25%":
-            continue  # the API defaults are not a user's choice (SPEC 3.2)
+            continue  # the API defaults are not a user's choice (docs/policies.md, "Merge modes")
         if path[-1] == "schedulerName" and value == "default-scheduler":
             continue
         assert _contains(obj, path, value), path

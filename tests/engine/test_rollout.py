@@ -1,4 +1,4 @@
-"""Safe rollouts (SPEC 3.4): rules 1, 2 and 3, Recreate, and the values a user chose."""
+"""Safe rollouts (docs/policies.md, "rollout"): rules 1, 2 and 3, Recreate, and the values a user chose."""
 from __future__ import annotations
 
 import copy

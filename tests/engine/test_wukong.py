@@ -1,4 +1,4 @@
-"""Wukong objects get their placement through the native scheduling API (SPEC 3.6)."""
+"""Wukong objects get their placement through the native scheduling API."""
 from __future__ import annotations
 
 import copy

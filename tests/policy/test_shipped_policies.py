@@ -1,4 +1,4 @@
-"""The shipped example policies load, lint clean together, cover each SPEC use case, and
+"""The shipped example policies load, lint clean together, cover each use case of docs/policies.md, and
 the published JSON Schema accepts them."""
 from __future__ import annotations
 

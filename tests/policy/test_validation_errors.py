@@ -1,4 +1,4 @@
-"""Every SPEC 3.1 rule (and the Kubernetes rules behind it) is reported with its file, line
+"""Every loading rule (and the Kubernetes rules behind it) is reported with its file, line
 and field path. Each case's spec body starts on line 6 of the file."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``POST /mutate`` and the probes: every row of SPEC 4.2 through the real aiohttp app."""
+"""``POST /mutate`` and the probes: every row of "Behaviour on odd input" (docs/operations.md) through the real aiohttp app."""
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,4 @@
-"""Every shipped policy has a suite, and every shipped suite passes (SPEC 5, issue 5 item 4).
+"""Every shipped policy has a suite, and every shipped suite passes .
 
 CI fails here when a policy or the engine changes what admission does to real workloads;
 the failure message is the same case output ``placement-webhook test`` prints.

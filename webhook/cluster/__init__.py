@@ -1,1 +1,1 @@
-""""""
+"""What the engine may know about the cluster (node, namespace and PriorityClass facts)."""

@@ -1,1 +1,1 @@
-""""""
+"""The pure review path: one AdmissionReview in, one JSON patch out. No I/O, no globals."""

@@ -161,7 +161,7 @@ def negate_preferred(pref: Mapping[str, Any]) -> list[Term]:
     return [{"weight": weight, "preference": t} for t in negate_term(pref.get("preference") or {})]
 
 
-# --- capacity providers (SPEC 3.3) ----------------------------------------------------
+# --- capacity providers (docs/policies.md, "capacity") ----------------------------------------------------
 
 AKS_TOLERATION = {
     "key": "kubernetes.azure.com/scalesetpriority",
@@ -200,7 +200,7 @@ def capacity_requirement(prov: Mapping[str, Any], want: str) -> Term:
     return {"key": prov["label"], "operator": "In", "values": values}
 
 
-# --- resources (SPEC 3.5) -------------------------------------------------------------
+# --- resources (docs/policies.md, "resources") -------------------------------------------------------------
 
 _USAGE = {"preferredCPU": "cpu-usage", "preferredMemory": "memory-usage", "preferredStorage": "storage-usage"}
 # resourceType -> (label, unit the labeler writes in, as a scale of the base unit)
@@ -247,7 +247,7 @@ def resource_required(resources: Mapping[str, Any]) -> list[Term]:
 
 @dataclass(frozen=True)
 class Spread:
-    """Self anti-affinity: replicas on distinct topology domains (SPEC 3 podAntiAffinity)."""
+    """Self anti-affinity: replicas on distinct topology domains (``podAntiAffinity.spread``)."""
 
     mode: str  # required | preferred
     topology_key: str
@@ -299,7 +299,7 @@ def compile_spec(spec: Mapping[str, Any]) -> Compiled:
     tolerations = [copy_json(t) for t in placement.get("tolerations") or ()]
     capacity = placement.get("capacity")
     if capacity and "spot" in (capacity.get("prefer"), capacity.get("require")):
-        # SPEC 3.3: spot nodes that carry a taint need its toleration, or spot is never used.
+        # Spot nodes that carry a taint need its toleration, or spot is never used.
         tol = provider(capacity).get("toleration")
         if tol:
             tolerations.append(copy_json(dict(tol)))

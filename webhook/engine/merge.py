@@ -1,4 +1,4 @@
-"""Fold compiled fragments into an object under the ``onConflict`` rules (SPEC 3.2).
+"""Fold compiled fragments into an object under the ``onConflict`` rules (docs/policies.md, "Merge modes").
 
 Each function owns one field group of a pod spec (or of Wukong's scheduling block) and edits
 the container it is given in place, reporting through the policy's ``context.Context``:
@@ -65,7 +65,7 @@ def freeze(value: Any, *, revision_free: bool = False) -> Any:
     lists or maps do not count (every list the engine compares is a set in the API).
 
     ``revision_free`` drops ``pod-template-hash`` from ``matchLabelKeys``: it only scopes
-    a self anti-affinity term to one revision (SPEC 3.4 rule 3), so a term that differs
+    a self anti-affinity term to one revision (safe rollouts, rule 3), so a term that differs
     from ours by it alone is the same spread and must not be added twice.
     """
     if isinstance(value, dict):

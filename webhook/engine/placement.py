@@ -1,4 +1,4 @@
-"""Apply one policy to one object (SPEC 3.2-3.6): the engine ``admission`` calls.
+"""Apply one policy to one object: the engine ``admission`` calls.
 
 ``apply_policy`` edits the object in place (admission hands it a private working copy) and
 says whether anything changed. It compiles the policy once (``compile.compiled``), folds
@@ -125,7 +125,7 @@ def _anti_affinity(
 
 
 def _check_domains(obj: Mapping[str, Any], pod_spec: Mapping[str, Any], *, topology_key: str, ctx: Context) -> None:
-    """SPEC 4.4: required spread over fewer eligible domains than replicas leaves pods Pending."""
+    """Required spread over fewer eligible domains than replicas leaves pods Pending: warn."""
     if ctx.cluster is None:
         return
     replicas = (obj.get("spec") or {}).get("replicas")
@@ -146,7 +146,7 @@ def _spread_term(obj: dict[str, Any], spread: fragments.Spread, *, target: Targe
 
 
 def workload_selector(obj: Mapping[str, Any], target: Target) -> dict[str, Any] | None:
-    """The selector that picks this workload's own pods (SPEC 2), or None when it has no
+    """The selector that picks this workload's own pods (docs/policies.md, "Workload kinds"), or None when it has no
     usable label.
 
     ``spec.selector`` where the kind has one (immutable, a subset of the pod labels),

@@ -1,4 +1,4 @@
-"""Rolling-update settings that never deadlock a rollout (SPEC 3.4).
+"""Rolling-update settings that never deadlock a rollout (docs/policies.md, "rollout").
 
 A surge pod cannot schedule when the Deployment has *required* self anti-affinity on a
 topology key and every eligible domain already runs a replica. ``decide`` applies the
@@ -34,7 +34,7 @@ class Decision:
     max_surge: int | str
     max_unavailable: int | str
     reason: str
-    rule: int = 1  # the SPEC 3.4 rule that decided
+    rule: int = 1  # the safe-rollout rule that decided (1, 2 or 3, as above)
 
 
 def _covers_own_namespace(term: Mapping[str, Any], namespace: str | None) -> bool:

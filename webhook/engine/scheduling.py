@@ -1,4 +1,4 @@
-"""The scheduling scalars of a pod spec (SPEC 3.2): priorityClassName, schedulerName and
+"""The scheduling scalars of a pod spec (docs/policies.md, "Merge modes"): priorityClassName, schedulerName and
 preemptionPolicy, with the rules of the Priority admission plugin they must satisfy.
 
 The plugin (``plugin/pkg/admission/priority``) computes a pod's integer ``priority`` and its
@@ -26,7 +26,7 @@ def apply(
     *,
     preemption: bool = True,
 ) -> None:
-    """priorityClassName, schedulerName and preemptionPolicy (SPEC 3.2).
+    """priorityClassName, schedulerName and preemptionPolicy (docs/policies.md, "Merge modes").
 
     ``preemption`` is False where the object has no preemptionPolicy field (KubeVirt).
     """

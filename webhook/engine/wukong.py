@@ -1,4 +1,4 @@
-"""Placement for Wukong objects, written into their native scheduling API (SPEC 3.6).
+"""Placement for Wukong objects, written into their native scheduling API (docs/policies.md, "Wukong VMs").
 
 Wukong (``vm.novasphere.dev/v1alpha1``) has no pod spec. Its API:
 
@@ -23,7 +23,7 @@ Mapping decisions:
   Wukong has no nodeSelector of its own.
 - ``priorityClassName`` goes with the other scheduling scalars in ``schedulingPolicy``,
   where Wukong's controller copies it to the pods it runs; the preemptionPolicy rule of
-  SPEC 3.2 applies as for pods, since those pods meet the same Priority admission plugin.
+  for pods applies here too, since those pods meet the same Priority admission plugin.
 - spread (required or preferred) sets the legacy ``highAvailability`` pair.
 - tolerations, pod affinity, advanced anti-affinity terms and rollout have no Wukong
   equivalent: they are skipped with a warning.

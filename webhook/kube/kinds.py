@@ -1,4 +1,4 @@
-"""Where each workload kind keeps its pod spec, pod labels, selector and rollout (SPEC 2).
+"""Where each workload kind keeps its pod spec, pod labels, selector and rollout (docs/policies.md, "Workload kinds").
 
 A ``Target`` says where to write; it holds no behaviour of its own beyond reading and
 creating the containers at those paths. More kinds come from a configuration file

@@ -1,1 +1,1 @@
-""""""
+"""The policy language: models, loading with file:line errors, the policy set, lint findings."""

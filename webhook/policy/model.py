@@ -1,7 +1,7 @@
-"""Pydantic models of a PlacementPolicy (SPEC 3) and its JSON Schema; no I/O.
+"""Pydantic models of a PlacementPolicy (docs/policies.md) and its JSON Schema; no I/O.
 
 Unknown fields are rejected at every level, fields use the camelCase names of the YAML,
-and every rule of SPEC 3.1 is checked here so the engine can trust ``Policy.spec``.
+and every loading rule (docs/policies.md) is checked here so the engine can trust ``Policy.spec``.
 Kubernetes-shaped building blocks live in :mod:`webhook.policy_affinity`, scalar types in
 :mod:`webhook.policy_types`.
 """
@@ -101,7 +101,7 @@ Provider = Annotated[
 
 
 class Capacity(Model):
-    """Spot / on-demand capacity (SPEC 3.3)."""
+    """Spot / on-demand capacity (docs/policies.md, "capacity")."""
 
     prefer: CapacityType | None = None
     require: CapacityType | None = None
@@ -143,7 +143,7 @@ class RequiredResource(Model):
 
 
 class Resources(Model):
-    """Resource affinity served by node labels (SPEC 3.5)."""
+    """Resource affinity served by node labels (docs/policies.md, "resources")."""
 
     preferred_cpu: Threshold | None = Field(None, alias="preferredCPU")
     preferred_memory: Threshold | None = None
@@ -184,7 +184,7 @@ class Scheduling(Model):
 
 
 class Rollout(Model):
-    """Rolling-update settings for Deployments (SPEC 3.4)."""
+    """Rolling-update settings for Deployments (docs/policies.md, "rollout")."""
 
     mode: Literal["safe", "explicit"] | None = None
     max_unavailable: IntOrPercent | None = None

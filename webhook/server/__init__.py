@@ -1,1 +1,1 @@
-""""""
+"""The admission server: aiohttp app, configuration, TLS and certificates, reload, metrics, logs."""

@@ -4,7 +4,7 @@ ConfigMap volumes give no reliable change events: the kubelet writes a new hidde
 ``..<timestamp>`` folder and swaps the ``..data`` symlink that every visible file points
 through. So the files are polled and compared by the digest of their names and contents;
 a swapped symlink changes the content read through it. A broken change never replaces the
-set in force (SPEC 3.1: a broken file never half-loads).
+set in force: a broken file never half-loads.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pydantic models of a PlacementTest suite file (SPEC 5), validated as strictly as policies.
+"""Pydantic models of a PlacementTest suite file (docs/testing-policies.md), validated as strictly as policies.
 
 A suite names the policies under test and a list of cases: an object (inline or from a file),
 the admission operation and namespace, and what the result must look like. Validation errors
@@ -44,7 +44,8 @@ class Metadata(_Model):
 
 
 class ClusterSpec(_Model):
-    """A static cluster view (SPEC 4.4) the cases run against; omitted: no cluster view."""
+    """A static cluster view the cases run against (docs/policies.md, "What needs the cluster
+    view"); omitted: no cluster view."""
 
     namespaces: dict[str, dict[str, str]] = Field(default_factory=dict)  # name -> labels
     nodes: list[dict[str, Any]] = Field(default_factory=list)
