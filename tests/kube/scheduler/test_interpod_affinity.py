@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from tests.kube.scheduler.builders import node, pod, pod_affinity, selector, state_for, term
+from tests.kube.scheduler.builders import (
+    node,
+    pod,
+    pod_affinity,
+    selector,
+    state_for,
+    term,
+)
 from webhook.kube.scheduler import Cluster, prioritize
 
 NAMESPACES = {"subteam1.team1": {"team": "team1"}, "subteam2.team1": {"team": "team1"},
@@ -149,8 +156,8 @@ AZ1, AZ2 = {"az": "az1"}, {"az": "az2"}
 
 
 def _on(name: str, labels: dict[str, str] | None = None, affinity: dict[str, Any] | None = None, ns: str = "default") -> Any:
-    return pod(f"e-{name}-{id(labels)}-{id(affinity)}", ns=ns, on=name, labels=labels,
-               **({"affinity": affinity} if affinity else {}))
+    spec: dict[str, Any] = {"affinity": affinity} if affinity else {}
+    return pod(f"e-{name}-{id(labels)}-{id(affinity)}", ns=ns, on=name, labels=labels, **spec)
 
 
 PREFERRED: list[Any] = [

@@ -123,10 +123,10 @@ def test_a_preferred_term_that_cannot_parse_is_an_error_as_prescore_returns_one(
 
 
 def test_the_failure_names_the_selector_entry_and_the_first_failed_expression_of_every_term() -> None:
-    spec = {"nodeSelector": {"disk": "ssd"},
-            "affinity": required_nodes(_exprs(expr("zone", "In", "a"), expr("gpu", "Exists")),
-                                       _exprs(expr("kernel", "Gt", "5")), {})}
-    state, cluster = state_for(pod(**spec), [node("n1", {"disk": "hdd", "zone": "a", "kernel": "4"})])
+    incoming = pod(nodeSelector={"disk": "ssd"},
+                   affinity=required_nodes(_exprs(expr("zone", "In", "a"), expr("gpu", "Exists")),
+                                           _exprs(expr("kernel", "Gt", "5")), {}))
+    state, cluster = state_for(incoming, [node("n1", {"disk": "hdd", "zone": "a", "kernel": "4"})])
     got = node_affinity(state.plan, cluster.nodes["n1"], Options())
     assert got is not None
     assert got.details == (
