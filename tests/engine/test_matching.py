@@ -163,9 +163,23 @@ def test_exclude_removes_objects_only_when_all_its_criteria_hold(exclude: dict[s
     assert verdict.reason.startswith("excluded") is (not matched)
 
 
-def test_exclude_namespace_selector_without_cluster_view_excludes_nothing_but_flags_it() -> None:
+def test_an_exclude_that_cannot_be_evaluated_keeps_the_policy_from_applying() -> None:
+    # An unknown never makes a policy apply: without namespace labels the exclude may hold.
     verdict = _verdict(exclude={"namespaceSelector": {"matchLabels": {"env": "dev"}}}, namespace="prod")
-    assert verdict.matched and verdict.undecided
+    assert not verdict.matched and verdict.undecided
+    assert "no cluster view" in verdict.reason
+
+
+def test_an_exclude_with_a_criterion_known_not_to_hold_excludes_nothing_even_with_an_unknown_one() -> None:
+    exclude = {"namespaces": ["dev"], "namespaceSelector": {"matchLabels": {"env": "dev"}}}
+    verdict = _verdict(exclude=exclude, namespace="prod")
+    assert verdict.matched and not verdict.undecided
+
+
+def test_an_exclude_of_a_namespace_the_view_does_not_know_keeps_the_policy_from_applying() -> None:
+    cluster = StaticClusterView(namespaces={"other": {}})
+    verdict = _verdict(exclude={"namespaceSelector": {"matchLabels": {"env": "dev"}}}, namespace="prod", cluster=cluster)
+    assert not verdict.matched and verdict.undecided
 
 
 def test_predicates_are_compiled_once_per_policy() -> None:

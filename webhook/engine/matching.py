@@ -10,8 +10,9 @@ Decisions where Kubernetes offers no rule:
 - An object without a namespace (cluster-scoped kinds from a kinds config) never matches
   ``namespaces`` or ``namespaceSelector`` and is never removed by ``excludeNamespaces``.
 - ``namespaceSelector`` needs namespace labels from the cluster view. Without
-  one, or for a namespace it does not know, the criterion does not hold and the verdict is
-  marked ``undecided`` so admission can say why the policy was left out.
+  one, or for a namespace it does not know, the criterion is unknown: in ``match`` it does
+  not hold, in ``exclude`` it may, and either way the policy does not apply and the verdict
+  is marked ``undecided`` so admission can say why it was left out.
 - An ``exclude`` block with no criteria excludes nothing.
 """
 from __future__ import annotations
@@ -124,10 +125,19 @@ def selects(policy: Policy, subj: Subject) -> Verdict:
             return Verdict(False, miss.explain, miss.undecided)
     if not exclude_preds:
         return _MATCHED
+    # The exclude holds when all its criteria hold. One known not to hold decides: not
+    # excluded. One that needs an unknown fact may hold, and an unknown never makes a policy
+    # apply (docs/policies.md, "What needs the cluster view"): not matched, undecided.
+    unknown: _Miss | None = None
     for pred in exclude_preds:
         miss = pred(subj)
-        if miss is not None:
-            return Verdict(True, _not_excluded(miss.explain), miss.undecided)
+        if miss is None:
+            continue
+        if not miss.undecided:
+            return Verdict(True, _not_excluded(miss.explain))
+        unknown = unknown or miss
+    if unknown is not None:
+        return Verdict(False, _undecidable_exclude(unknown.explain), True)
     return _EXCLUDED
 
 
@@ -137,6 +147,10 @@ def _const(text: str) -> Callable[[], str]:
 
 def _not_excluded(explain: Callable[[], str]) -> Callable[[], str]:
     return lambda: f"matched (not excluded: {explain()})"
+
+
+def _undecidable_exclude(explain: Callable[[], str]) -> Callable[[], str]:
+    return lambda: f"not applied: exclude may hold ({explain()})"
 
 
 def _compiled(policy: Policy) -> tuple[list[Predicate], list[Predicate]]:
