@@ -57,6 +57,40 @@ def test_negation_admits_exactly_the_nodes_the_original_rejects(original: dict[s
         assert terms_match(negated_terms, n) is not terms_match(anti, n), n["metadata"]["name"]
 
 
+MAX = str(2**63 - 1)
+
+
+@pytest.mark.parametrize("original", [expr("a", "Gt", MAX), expr("a", "Lt", "0"), expr("a", "Lt", "00")])
+def test_a_gt_or_lt_that_matches_no_node_negates_to_no_constraint(original: dict[str, Any]) -> None:
+    # Node labels hold 0 .. 2^63-1: nothing is above the maximum or below 0. "Lt 2^63" or
+    # "Gt -1" would be unparseable terms that match nothing (labels.NewRequirement).
+    assert fragments.negate(original) is None
+    assert fragments.negate_term({"matchExpressions": [expr("b", "Exists"), original]}) is None
+    policy = make_policy(placement={"nodeAntiAffinity": {"required": [{"matchExpressions": [original]}]}})
+    assert fragments.compiled(policy).required is None
+    assert fragments.negate_preferred({"weight": 5, "preference": {"matchExpressions": [original]}}) == []
+
+
+def test_negations_at_the_edges_stay_inside_what_the_scheduler_parses() -> None:
+    assert fragments.negate(expr("a", "Gt", str(2**63 - 2))) == [expr("a", "Lt", MAX), expr("a", "DoesNotExist")]
+    assert fragments.negate(expr("a", "Lt", "1")) == [expr("a", "Gt", "0"), expr("a", "DoesNotExist")]
+
+
+_BOUNDS = st.one_of(st.sampled_from([0, 1, 2, 2**63 - 2, 2**63 - 1]), st.integers(min_value=0, max_value=2**63 - 1))
+_LABELS = st.one_of(st.none(), _BOUNDS.map(str), _BOUNDS.map(lambda n: f"{n:08d}"))
+
+
+@given(op=st.sampled_from(["Gt", "Lt"]), bound=_BOUNDS, label=_LABELS)
+def test_negated_gt_and_lt_admit_exactly_the_nodes_the_original_rejects(op: str, bound: int, label: str | None) -> None:
+    # Over every node whose label is absent or an integer it can hold (the judge is the
+    # scheduler's own reading, kube.nodes).
+    n = node("n") if label is None else node("n", a=label)
+    anti = {"matchExpressions": [expr("a", op, str(bound))]}
+    negated = fragments.negate_term(anti)
+    admitted = True if negated is None else terms_match(negated, n)
+    assert admitted is not terms_match([anti], n)
+
+
 def test_gt_negation_admits_nodes_that_lack_the_key() -> None:
     terms = fragments.negate_term({"matchExpressions": [expr("a", "Gt", "5")]})
     assert terms == [{"matchExpressions": [expr("a", "Lt", "6")]}, {"matchExpressions": [expr("a", "DoesNotExist")]}]

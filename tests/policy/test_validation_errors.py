@@ -37,6 +37,18 @@ CASES = [
      "spec.placement.nodeAffinity.required[0].matchExpressions[0].values", "exactly one value"),
     ("lt-needs-an-integer", _expr("operator: Lt", "values:", "- ten"), 13,
      "spec.placement.nodeAffinity.required[0].matchExpressions[0].values[0]", "'ten' is not one"),
+    # Gt/Lt values as the scheduler reads them (strconv.ParseInt of a label value), so a value
+    # that passes here also matches nodes there.
+    ("gt-value-with-an-underscore", _expr("operator: Gt", "values:", "- '1_0'"), 13,
+     "spec.placement.nodeAffinity.required[0].matchExpressions[0].values[0]", "'1_0' is not one"),
+    ("gt-value-beyond-int64", _expr("operator: Gt", "values:", "- '9223372036854775808'"), 13,
+     "spec.placement.nodeAffinity.required[0].matchExpressions[0].values[0]", "is not one (digits only"),
+    ("lt-value-with-a-sign", _expr("operator: Lt", "values:", "- '+5'"), 13,
+     "spec.placement.nodeAffinity.required[0].matchExpressions[0].values[0]", "not a valid label value"),
+    ("lt-negative-value", _expr("operator: Lt", "values:", "- '-1'"), 13,
+     "spec.placement.nodeAffinity.required[0].matchExpressions[0].values[0]", "not a valid label value"),
+    ("anti-gt-value-with-spaces", NODE_TERM.replace("nodeAffinity", "nodeAntiAffinity") + "        operator: Gt\n        values: [' 5']\n", 12,
+     "spec.placement.nodeAntiAffinity.required[0].matchExpressions[0].values[0]", "not a valid label value"),
     ("unknown-operator", _expr("operator: Contains", "values: [a]"), 11,
      "spec.placement.nodeAffinity.required[0].matchExpressions[0].operator", "must be one of"),
     ("yaml-boolean-value", _expr("operator: In", "values: [true]"), 12,

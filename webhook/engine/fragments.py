@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from webhook import PREFIX
+from webhook.kube.nodes import INT64_MAX, label_int, term_contradiction
 from webhook.kube.quantity import QuantityError, ceil_scaled
 from webhook.policy.policyset import Policy
 
@@ -84,23 +85,15 @@ def dedupe(items: Iterable[Term], key: Any) -> list[Term]:
     return out
 
 
-def _contradictory(term: Mapping[str, Any]) -> bool:
-    """A term requiring a label both absent and present can never match a node."""
-    absent = {e.get("key") for e in term.get("matchExpressions") or () if e.get("operator") == "DoesNotExist"}
-    present = {
-        e.get("key")
-        for e in term.get("matchExpressions") or ()
-        if e.get("operator") in ("In", "Exists", "Gt", "Lt")
-    }
-    return bool(absent & present)
-
-
 def and_dnf(groups: Sequence[Sequence[Term]]) -> list[Term]:
     """AND of several ORs of terms, as one OR of terms (the cross product)."""
     result: list[Term] = [{}]
     for group in groups:
-        result = [conjoin(a, b) for a, b in itertools.product(result, group)]
-        result = dedupe((t for t in result if not _contradictory(t)), term_key)
+        combined = [conjoin(a, b) for a, b in itertools.product(result, group)]
+        result = dedupe((t for t in combined if term_contradiction(t) is None), term_key)
+        if not result:
+            why = term_contradiction(combined[0]) if combined else "no term"
+            raise CompileError(f"required node affinity contradicts itself and can match no node: {why}")
         if len(result) > MAX_TERMS:
             raise CompileError(f"required node affinity needs more than {MAX_TERMS} terms")
     return result
@@ -111,14 +104,20 @@ def and_dnf(groups: Sequence[Sequence[Term]]) -> list[Term]:
 _OPPOSITE = {"In": "NotIn", "NotIn": "In", "Exists": "DoesNotExist", "DoesNotExist": "Exists"}
 
 
-def negate(expr: Mapping[str, Any], *, field_selector: bool = False) -> list[Term]:
-    """The requirements whose OR is ``NOT expr``.
+def negate(expr: Mapping[str, Any], *, field_selector: bool = False) -> list[Term] | None:
+    """The requirements whose OR is ``NOT expr``, or None when ``expr`` matches no node at
+    all (so its negation admits every node and constrains nothing).
 
     NotIn and DoesNotExist already match nodes without the key, so In/NotIn and
-    Exists/DoesNotExist are exact opposites. ``Gt v`` is false on a node lacking the key,
-    so its negation must admit those nodes too: ``Lt v+1`` OR ``DoesNotExist``. (A label
-    value that is not an integer satisfies neither Gt nor Lt; no requirement can express
-    it, and the labels these policies use are integers.) Fields always exist on a node.
+    Exists/DoesNotExist are exact opposites. ``Gt v`` is false on a node lacking the key, so
+    its negation admits those nodes too: ``Lt v+1`` OR ``DoesNotExist``; ``Lt v`` becomes
+    ``Gt v-1`` OR ``DoesNotExist``. The integers a node label can hold are 0 .. 2^63-1
+    (``kube.nodes.label_int``), so ``Gt`` 2^63-1 and ``Lt 0`` match no node, and writing
+    their negation as ``Lt 2^63`` or ``Gt -1`` would give terms the scheduler cannot parse
+    (a parse error makes a required term match nothing). Over nodes whose label is absent
+    or an integer the negation is exact; a label value that is not an integer satisfies
+    neither Gt nor Lt, and no requirement can express "not an integer". Fields always
+    exist on a node.
     """
     op = str(expr.get("operator"))
     key = expr.get("key")
@@ -129,23 +128,31 @@ def negate(expr: Mapping[str, Any], *, field_selector: bool = False) -> list[Ter
             out["values"] = values
         return [out]
     if op in ("Gt", "Lt") and not field_selector:
-        bound = int(values[0])
-        flipped = {"key": key, "operator": "Lt", "values": [str(bound + 1)]} if op == "Gt" else {
-            "key": key,
-            "operator": "Gt",
-            "values": [str(bound - 1)],
-        }
-        return [flipped, {"key": key, "operator": "DoesNotExist"}]
+        bound = label_int(values[0]) if len(values) == 1 else None
+        if bound is None:
+            raise CompileError(f"{op} needs one integer value from 0 to {INT64_MAX}, not {values}")
+        if (op == "Gt" and bound == INT64_MAX) or (op == "Lt" and bound == 0):
+            return None
+        flipped = [str(bound + 1)] if op == "Gt" else [str(bound - 1)]
+        return [{"key": key, "operator": "Lt" if op == "Gt" else "Gt", "values": flipped},
+                {"key": key, "operator": "DoesNotExist"}]
     raise CompileError(f"cannot negate operator {op!r}")
 
 
-def negate_term(term: Mapping[str, Any]) -> list[Term]:
-    """``NOT (e1 AND e2 ...)`` = ``NOT e1 OR NOT e2 ...``: one single-requirement term each."""
+def negate_term(term: Mapping[str, Any]) -> list[Term] | None:
+    """``NOT (e1 AND e2 ...)`` = ``NOT e1 OR NOT e2 ...``: one single-requirement term each;
+    None when the term matches no node, so that its negation constrains nothing."""
     out: list[Term] = []
     for e in term.get("matchExpressions") or ():
-        out.extend({"matchExpressions": [n]} for n in negate(e))
+        negated = negate(e)
+        if negated is None:
+            return None
+        out.extend({"matchExpressions": [n]} for n in negated)
     for f in term.get("matchFields") or ():
-        out.extend({"matchFields": [n]} for n in negate(f, field_selector=True))
+        negated = negate(f, field_selector=True)
+        if negated is None:
+            return None
+        out.extend({"matchFields": [n]} for n in negated)
     return out
 
 
@@ -158,7 +165,8 @@ def negate_preferred(pref: Mapping[str, Any]) -> list[Term]:
     weight the single faithful term would give it.
     """
     weight = pref.get("weight")
-    return [{"weight": weight, "preference": t} for t in negate_term(pref.get("preference") or {})]
+    # A term that matches no node scores every node alike: its negation adds nothing.
+    return [{"weight": weight, "preference": t} for t in negate_term(pref.get("preference") or {}) or ()]
 
 
 # --- capacity providers (docs/policies.md, "capacity") ----------------------------------------------------
@@ -327,7 +335,7 @@ def _required(placement: Mapping[str, Any]) -> list[Term] | None:
         groups.append([copy_json(t) for t in affinity_terms])
     for anti_term in (placement.get("nodeAntiAffinity") or {}).get("required") or ():
         negated = negate_term(anti_term)
-        if negated:  # an empty anti term avoids no node
+        if negated:  # None: the anti term matches no node; []: an empty anti term avoids none
             groups.append(negated)
     capacity = placement.get("capacity") or {}
     if capacity.get("require"):
@@ -337,10 +345,7 @@ def _required(placement: Mapping[str, Any]) -> list[Term] | None:
         groups.append(resource_terms)
     if not groups:
         return None
-    dnf = and_dnf(groups)
-    if not dnf:
-        raise CompileError("required node affinity contradicts itself and can match no node")
-    return dnf
+    return and_dnf(groups)
 
 
 def _preferred(placement: Mapping[str, Any]) -> list[Term]:

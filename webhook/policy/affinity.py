@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 from pydantic.alias_generators import to_camel
 
 from webhook.kube import names
+from webhook.kube.nodes import INT64_MAX, label_int
 from webhook.policy.types import (
     DnsLabel,
     FieldValue,
@@ -48,10 +49,11 @@ def _check_values(operator: str, values: list[str] | None, *, ordered: bool) -> 
         if count != 1:
             fail(f"operator {operator} needs exactly one value, an integer", at=["values"])
         first = (values or [""])[0]
-        try:
-            int(first, 10)
-        except ValueError:
-            fail(f"operator {operator} compares integers; {first!r} is not one", at=["values", 0])
+        # As the scheduler reads it (kube.nodes.label_int): "1_0", "+5", " 5" or a number
+        # beyond int64 would pass validation and then never match any node.
+        if label_int(first) is None:
+            fail(f"operator {operator} compares integers; {first!r} is not one (digits only, at most {INT64_MAX})",
+                 at=["values", 0])
 
 
 class Requirement(Model):
