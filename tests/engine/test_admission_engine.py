@@ -234,3 +234,38 @@ def test_an_update_of_a_running_pod_is_not_mutated_because_its_placement_is_immu
     )
     assert (updated.result, updated.patch) == ("ignored", [])
     assert "immutable" in updated.reason
+
+
+ZONE_B = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: zone-b}
+spec:
+  placement:
+    nodeAffinity:
+      required: [{matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [b]}]}]
+"""
+
+
+def _zone_a_deployment() -> dict[str, Any]:
+    obj = _deployment()
+    term = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}
+    obj["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
+        "nodeSelectorTerms": [term]
+    }
+    return obj
+
+
+def test_a_merge_that_leaves_required_node_affinity_unsatisfiable_is_a_warning() -> None:
+    out = _admit(_zone_a_deployment(), _policies(ZONE_B))
+    assert out.result == "patched"  # the API server would accept it; the pods would stay Pending
+    assert any("required node affinity can match no node" in w and "zone In [a]" in w for w in out.warnings), out.warnings
+    assert all(len(w) < 120 for w in out.warnings)
+
+
+def test_a_merge_that_keeps_one_satisfiable_term_names_the_dead_one() -> None:
+    obj = _zone_a_deployment()
+    terms = obj["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms["nodeSelectorTerms"].append({"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]})
+    out = _admit(obj, _policies(ZONE_B))
+    assert any(w.startswith("zone-b: required node affinity term 0 (") for w in out.warnings), out.warnings

@@ -181,3 +181,57 @@ def test_schema_prints_an_indented_json_schema(capsys: pytest.CaptureFixture[str
     schema = json.loads(out)
     assert code == 0 and out.startswith('{\n  "')
     assert schema["title"] == "PlacementPolicy" and schema["additionalProperties"] is False
+
+
+TWO_ZONES = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: zone-a}
+spec:
+  match: {kinds: [Deployment]}
+  placement:
+    nodeAffinity:
+      required: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]
+---
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: zone-b}
+spec:
+  match: {kinds: [Deployment, StatefulSet]}
+  placement:
+    nodeAntiAffinity:
+      required: [{matchExpressions: [{key: zone, operator: NotIn, values: [b]}]}]
+"""
+
+
+def test_two_policies_whose_required_affinities_together_match_no_node_are_a_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "zones.yaml"
+    path.write_text(TWO_ZONES)
+    code, out, err = _run(capsys, "lint", str(path))
+    assert (code, out) == (1, "")
+    [finding, summary] = err.splitlines()
+    assert finding.startswith(f"{path}:15: spec.placement: together with policy 'zone-a'")
+    assert "can match no node: zone In [a] and zone In [b]" in finding
+    assert summary == "1 finding"
+
+
+def test_the_same_two_policies_for_disjoint_kinds_are_fine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "zones.yaml"
+    path.write_text(TWO_ZONES.replace("kinds: [Deployment, StatefulSet]", "kinds: [StatefulSet]"))
+    assert _run(capsys, "lint", str(path))[0] == 0
+
+
+def test_a_policy_whose_own_required_affinity_contradicts_itself_can_never_apply(
+    policy_file: PolicyFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = policy_file("""
+        placement:
+          nodeAffinity:
+            required: [{matchExpressions: [{key: gpu, operator: Exists}]}]
+          nodeAntiAffinity:
+            required: [{matchExpressions: [{key: gpu, operator: Exists}]}]
+    """)
+    code, _, err = _run(capsys, "lint", str(path))
+    assert code == 1 and "can never apply: required node affinity contradicts itself" in err

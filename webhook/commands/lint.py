@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from webhook.commands import common
+from webhook.engine import conflicts
 from webhook.exitcodes import Exit
 from webhook.policy import lint, loader
 from webhook.policy.errors import LoadError
@@ -40,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
         loaded = loader.load_with_sources(paths, targets=targets)
     except loader.PolicyLoadError as exc:
         return _report(exc.errors, "error")
-    problems = lint.findings(loaded)
+    problems = sorted(
+        set(lint.findings(loaded) + conflicts.findings(loaded)), key=lambda e: (e.file, e.line, e.field, e.message)
+    )
     if problems:
         return _report(problems, "finding")
     print(f"{len(loaded.policies)} policies OK")

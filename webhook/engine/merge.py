@@ -25,6 +25,7 @@ from webhook.engine.fragments import (
     preferred_key,
     term_key,
 )
+from webhook.kube.nodes import term_contradiction
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -180,6 +181,20 @@ def and_into(existing: Sequence[Mapping[str, Any]], terms: Sequence[Term]) -> li
     return out
 
 
+def warn_unsatisfiable(before: Sequence[Any], after: Sequence[Any], ctx: Context) -> None:
+    """Say so when ANDing a policy's terms into the object's leaves terms that can match no
+    node (the same key constrained to disjoint values, In with DoesNotExist, ...): the API
+    server accepts them, and the pods stay Pending (kube.nodes.term_contradiction)."""
+    dead = [(i, why) for i, term in enumerate(after)
+            if isinstance(term, dict) and term not in before and (why := term_contradiction(term)) is not None]
+    if not dead:
+        return
+    if len(dead) == len(after):
+        ctx.warn(f"required node affinity can match no node ({dead[0][1]}): its pods would stay Pending")
+    else:
+        ctx.warn("required node affinity term " + ", ".join(f"{i} ({why})" for i, why in dead) + " can match no node")
+
+
 def node_affinity(
     affinity_parent: dict[str, Any],
     *,
@@ -225,6 +240,7 @@ def _merge_node_affinity(
         else:
             combined = and_into(terms, required)
             if combined is not None:
+                warn_unsatisfiable(terms, combined, ctx)
                 terms[:] = combined
                 ctx.changed()
     if preferred:

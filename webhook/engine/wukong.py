@@ -34,8 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.engine import fragments
-from webhook.engine import merge
+from webhook.engine import fragments, merge
 from webhook.engine import scheduling as scheduling_rules
 from webhook.engine.context import KEEP, REPLACE, Context, PlacementError
 from webhook.engine.fragments import Term
@@ -159,6 +158,7 @@ def _node_affinity(scheduling: dict[str, Any], parts: Native, *, ctx: Context) -
     if parts.required is not None:
         combined = merge.and_into(terms, parts.required) if terms else wanted["required"]
         if combined is not None:
+            merge.warn_unsatisfiable(terms or [], combined, ctx)
             current["required"] = combined
             ctx.changed()
     _append(current, "preferred", parts.preferred, fragments.preferred_key, ctx)

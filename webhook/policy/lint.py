@@ -28,14 +28,14 @@ def findings(loaded: Loaded) -> list[LoadError]:
     return sorted(set(found), key=lambda e: (e.file, e.line, e.field, e.message))
 
 
-def _at(loaded: Loaded, p: Policy, *path: str | int) -> tuple[str, int, str]:
+def locate(loaded: Loaded, p: Policy, *path: str | int) -> tuple[str, int, str]:
     doc, base = loaded.sources[p.name], loaded.bases[p.name]
     full = base + tuple(path)
     return doc.file, doc.line_of(full), format_path(full)
 
 
-def _finding(loaded: Loaded, p: Policy, path: Sequence[str | int], message: str) -> LoadError:
-    file, line, field = _at(loaded, p, *path)
+def finding(loaded: Loaded, p: Policy, path: Sequence[str | int], message: str) -> LoadError:
+    file, line, field = locate(loaded, p, *path)
     return LoadError(file, line, field, message)
 
 
@@ -60,18 +60,18 @@ def _conflicts(loaded: Loaded) -> list[LoadError]:
 
 def _conflict(loaded: Loaded, earlier: Policy, later: Policy, field: str) -> LoadError:
     theirs = earlier.spec["scheduling"][field]
-    file, line, _ = _at(loaded, earlier, "spec", "scheduling", field)
+    file, line, _ = locate(loaded, earlier, "spec", "scheduling", field)
     message = (
         f"conflicts with policy {earlier.name!r} ({file}:{line}), which sets {theirs!r} "
         "for objects both can select; which value wins depends on order and onConflict"
     )
-    return _finding(loaded, later, ("spec", "scheduling", field), message)
+    return finding(loaded, later, ("spec", "scheduling", field), message)
 
 
 def _never_applies(p: Policy, loaded: Loaded) -> Iterator[LoadError]:
     """Findings for a policy, or parts of one, that can never change anything."""
     for path, message in _dead_parts(p, loaded.policies.targets):
-        yield _finding(loaded, p, path, message)
+        yield finding(loaded, p, path, message)
 
 
 def _dead_parts(p: Policy, targets: Targets) -> Iterator[tuple[tuple[str | int, ...], str]]:
