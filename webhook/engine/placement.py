@@ -17,8 +17,7 @@ from typing import Any
 
 from webhook import LABEL_GROUP
 from webhook.cluster.view import ClusterView
-from webhook.engine import fragments
-from webhook.engine import merge, rollout, scheduling, wukong
+from webhook.engine import fragments, merge, rollout, scheduling, wukong
 from webhook.engine.context import KEEP, Context, PlacementError
 from webhook.kube import warnings
 from webhook.kube.kinds import VOLATILE_LABELS, Path_, Target

@@ -14,8 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from webhook import API_VERSION, POLICY_KIND
-from webhook.files import documents
-from webhook.files import walk
+from webhook.files import documents, walk
 from webhook.files.documents import Document
 from webhook.kube.kinds import BUILTIN, Target, Targets
 from webhook.policy.errors import LoadError, did_you_mean, format_path, from_validation
