@@ -81,7 +81,8 @@ def _apply_pod(obj: dict[str, Any], *, compiled: fragments.Compiled, target: Tar
     # Each step runs only when the policy has something for its field group: a policy
     # typically sets two or three of them.
     if compiled.scheduling:
-        scheduling.apply(pod_spec, compiled.scheduling, ctx, preemption=not target.kubevirt)
+        scheduling.apply(pod_spec, compiled.scheduling, ctx, preemption=not target.kubevirt,
+                         defaulted=target.priority_defaulted)
     if compiled.node_selector:
         merge.node_selector(pod_spec, compiled.node_selector, ctx)
     if compiled.required is not None or compiled.preferred:

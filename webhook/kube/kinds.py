@@ -56,6 +56,10 @@ class Target:
     # updates to affinity, nodeSelector and the like, so an UPDATE patch would make the
     # user's own update (a label change, say) fail validation.
     mutable_placement: bool = True
+    # Pods reach webhooks after the Priority admission plugin has filled in spec.priority and
+    # spec.preemptionPolicy (plugin/pkg/admission/priority, which runs before
+    # MutatingAdmissionWebhook); those values are not the author's.
+    priority_defaulted: bool = False
 
     @property
     def api_version(self) -> str:
@@ -88,7 +92,7 @@ def _builtin() -> list[Target]:
             ("spec", "jobTemplate", "spec", "template", "spec"),
             ("spec", "jobTemplate", "spec", "template", "metadata", "labels"),
         ),
-        Target("", "v1", "Pod", ("spec",), ("metadata", "labels"), mutable_placement=False),
+        Target("", "v1", "Pod", ("spec",), ("metadata", "labels"), mutable_placement=False, priority_defaulted=True),
         Target("kubevirt.io", "v1", "VirtualMachine", pod, labels, kubevirt=True),
         Target(
             "kubevirt.io",
