@@ -269,3 +269,88 @@ def test_a_merge_that_keeps_one_satisfiable_term_names_the_dead_one() -> None:
     terms["nodeSelectorTerms"].append({"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]})
     out = _admit(obj, _policies(ZONE_B))
     assert any(w.startswith("zone-b: required node affinity term 0 (") for w in out.warnings), out.warnings
+
+
+JOB_POLICIES = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: ssd}
+spec:
+  match: {kinds: [Job, CronJob]}
+  placement:
+    nodeSelector: {disk: ssd}
+"""
+JOB_SPREAD = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: spread}
+spec:
+  match: {kinds: [Job]}
+  placement:
+    podAntiAffinity: {spread: preferred}
+"""
+
+
+def _job(*, suspend: bool | None = None, started: bool = False) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "batch", "namespace": "prod"},
+        "spec": {"template": {"metadata": {"labels": {"app": "batch"}},
+                              "spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}},
+    }
+    if suspend is not None:
+        job["spec"]["suspend"] = suspend
+    if started:
+        job["status"] = {"startTime": "2026-11-23T10:00:00Z"}
+    return job
+
+
+def _update(obj: dict[str, Any], old: dict[str, Any], policies: PolicySet) -> admission.Outcome:
+    return admission.admit(review.request_for_object(obj, operation="UPDATE", old_object=old), policies=policies)
+
+
+def test_a_running_jobs_pod_template_is_never_patched_on_update() -> None:
+    # validatePodTemplateUpdate: the template is immutable; a patch would fail the user's update.
+    out = _update(_job(), _job(), _policies(JOB_POLICIES))
+    assert (out.result, out.patch) == ("ignored", [])
+    assert "pod template of a Job is immutable" in out.reason
+
+
+def test_a_suspended_job_that_never_started_may_get_its_scheduling_directives_on_update() -> None:
+    out = _update(_job(suspend=True), _job(suspend=True), _policies(JOB_POLICIES))
+    assert out.result == "patched"
+    assert out.object is not None and out.object["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "ssd"}
+
+
+def test_a_suspended_job_that_already_started_is_not_patched_on_update() -> None:
+    out = _update(_job(suspend=True, started=True), _job(suspend=True, started=True), _policies(JOB_POLICIES))
+    assert (out.result, out.patch) == ("ignored", [])
+
+
+def test_a_suspended_jobs_template_gets_nothing_beyond_its_scheduling_directives() -> None:
+    # Pod anti-affinity is not among the fields a suspended Job may change.
+    out = _update(_job(suspend=True), _job(suspend=True), _policies(JOB_SPREAD))
+    assert (out.result, out.patch) == ("unchanged", [])
+    assert any("may change only in node affinity, nodeSelector and tolerations" in w for w in out.warnings)
+
+
+def test_a_job_is_placed_on_create_and_a_cronjob_template_on_update_too() -> None:
+    assert _admit(_job(), _policies(JOB_POLICIES)).result == "patched"
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c", "namespace": "prod"},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}}
+    assert _update(cron, copy.deepcopy(cron), _policies(JOB_POLICIES)).result == "patched"
+
+
+def test_a_scale_subresource_review_is_ignored_as_a_subresource_not_as_an_unknown_kind() -> None:
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web", "namespace": "prod"},
+             "spec": {"replicas": 3}}
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u", "kind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+        "resource": {"group": "apps", "version": "v1", "resource": "deployments"}, "subResource": "scale",
+        "namespace": "prod", "name": "web", "operation": "UPDATE", "object": scale, "oldObject": scale}}
+    out = admission.admit(review.parse(body), policies=_policies(JOB_POLICIES))
+    assert (out.result, out.reason) == ("ignored", "subresource scale is not mutated")
+
+
+def test_an_object_without_an_api_version_is_said_to_have_none() -> None:
+    out = _admit({"kind": "Deployment", "metadata": {"name": "web"}}, _policies(JOB_POLICIES))
+    assert (out.result, out.reason) == ("ignored", "the Deployment has no apiVersion")

@@ -7,6 +7,7 @@ a warning and left out (``context.PlacementError``), anything unexpected fails o
 """
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from webhook.engine.context import PlacementError
 from webhook.engine.review import Request
 from webhook.engine.working import record_applied, working_copy
 from webhook.kube.kinds import Target
+from webhook.kube.pointers import get_path
 from webhook.kube.warnings import clip, clip_all
 from webhook.policy.policyset import Policy, PolicySet
 
@@ -109,11 +111,24 @@ def _admit(
     run = _Run(request=request, target=target, cluster=cluster, settling=settling, steps=steps)
     if not settling:
         run.run_pass(candidates)
-        return run.finish()
+        return _checked(run.finish(), request, target)
     for _ in range(len(candidates) + 1):
         if not run.run_pass(candidates):
-            return run.finish()
+            return _checked(run.finish(), request, target)
     return run.diverged()
+
+
+def _checked(outcome: Outcome, request: Request, target: Target) -> Outcome:
+    """An UPDATE of a frozen template may carry only the changes the API server allows;
+    a patch with any other would make the user's own update fail validation."""
+    if not (target.frozen_template and request.operation == "UPDATE" and outcome.patch and request.object):
+        return outcome
+    if _template_change_allowed(request.object, outcome.object or {}, target):
+        return outcome
+    text = (f"the pod template of a suspended {target.kind} may change only in node affinity, nodeSelector "
+            "and tolerations: not mutated")
+    return Outcome(object=request.object, patch=[], warnings=clip_all([*outcome.warnings, text]), result="unchanged",
+                   reason=text, failed=outcome.failed)
 
 
 def _reads_others_output(policy: Policy) -> bool:
@@ -140,18 +155,63 @@ def _reads_others_output(policy: Policy) -> bool:
 
 
 def _ignore_reason(request: Request, target: Target | None) -> str:
-    if target is None:
-        group = f"{request.group}/" if request.group else ""
-        return f"kind {group}{request.kind or '(none)'} is not a workload kind placement-webhook handles"
+    if request.sub_resource:  # a Scale or status review carries no workload, whatever its kind
+        return f"subresource {request.sub_resource} is not mutated"
     if request.operation not in ("CREATE", "UPDATE"):
         return f"operation {request.operation} is not mutated"
-    if request.sub_resource:
-        return f"subresource {request.sub_resource} is not mutated"
+    if target is None:
+        return _not_a_workload(request)
     if request.operation == "UPDATE" and not target.mutable_placement:
         return f"{target.kind} placement is immutable after creation: UPDATE is not mutated"
+    if request.operation == "UPDATE" and target.frozen_template and not _scheduling_directives_mutable(request):
+        return (f"the pod template of a {target.kind} is immutable once it is not suspended or has started: "
+                "UPDATE is not mutated")
     if not isinstance(request.object, dict):
         return "the request carries no object"
     return ""
+
+
+def _not_a_workload(request: Request) -> str:
+    if not request.kind:
+        return "the object has no kind"
+    if not request.version:
+        return f"the {request.kind} has no apiVersion"
+    group = f"{request.group}/" if request.group else ""
+    return f"kind {group}{request.kind} is not a workload kind placement-webhook handles"
+
+
+def _scheduling_directives_mutable(request: Request) -> bool:
+    """A Job's node affinity, nodeSelector, tolerations, template labels and annotations may
+    change only while the stored Job is suspended and has never started
+    (``validationOptionsForJob`` in pkg/registry/batch/job/strategy.go)."""
+    old = request.old_object or {}
+    spec, status = old.get("spec") or {}, old.get("status") or {}
+    return spec.get("suspend") is True and not status.get("startTime")
+
+
+# What validatePodTemplateUpdate (pkg/apis/batch/validation) lets a suspended, never-started
+# Job change in its template; everything else must stay as stored.
+_MUTABLE_TEMPLATE_FIELDS = (("metadata", "labels"), ("metadata", "annotations"), ("spec", "nodeSelector"),
+                            ("spec", "tolerations"), ("spec", "schedulingGates"), ("spec", "affinity", "nodeAffinity"))
+
+
+def _template_change_allowed(original: dict[str, Any], mutated: dict[str, Any], target: Target) -> bool:
+    """Whether ``mutated`` changes nothing of a frozen pod template but what may change."""
+    path = target.pod_metadata[:-1]  # the template: (spec, template)
+    before, after = get_path(original, path) or {}, get_path(mutated, path) or {}
+    return _masked(before) == _masked(after)
+
+
+def _masked(template: dict[str, Any]) -> Any:
+    masked = copy.deepcopy(template)
+    for *parents, leaf in _MUTABLE_TEMPLATE_FIELDS:
+        container = get_path(masked, tuple(parents))
+        if isinstance(container, dict):
+            container.pop(leaf, None)
+    spec = masked.get("spec")
+    if isinstance(spec, dict) and spec.get("affinity") == {}:
+        del spec["affinity"]  # an affinity that held only nodeAffinity may come and go
+    return masked
 
 
 def _skip_requested(obj: dict[str, Any]) -> bool:

@@ -60,6 +60,9 @@ class Target:
     # spec.preemptionPolicy (plugin/pkg/admission/priority, which runs before
     # MutatingAdmissionWebhook); those values are not the author's.
     priority_defaulted: bool = False
+    # A Job's pod template cannot change after creation, but for its scheduling directives
+    # while the Job is suspended and has never started (pkg/registry/batch/job/strategy.go).
+    frozen_template: bool = False
 
     @property
     def api_version(self) -> str:
@@ -84,7 +87,7 @@ def _builtin() -> list[Target]:
         Target("apps", "v1", "StatefulSet", pod, labels, sel),
         Target("apps", "v1", "ReplicaSet", pod, labels, sel),
         Target("apps", "v1", "DaemonSet", pod, labels, sel, self_spread=False),
-        Target("batch", "v1", "Job", pod, labels, sel),
+        Target("batch", "v1", "Job", pod, labels, sel, frozen_template=True),
         Target(
             "batch",
             "v1",
