@@ -249,7 +249,8 @@ def test_a_policy_failing_in_the_settling_pass_leaves_the_answer_consistent() ->
     ("spec", "passes"),
     [
         ({"placement": {"nodeSelector": {"disk": "ssd"}}}, 1),
-        ({"placement": {"nodeSelector": {"disk": "ssd"}}, "onConflict": "replace"}, 1),
+        # replace rewrites what a later merge policy adds to the same group: it settles
+        ({"placement": {"nodeSelector": {"disk": "ssd"}}, "onConflict": "replace"}, 2),
         ({"placement": {"nodeSelector": {"disk": "ssd"}}, "rollout": {"mode": "safe"}}, 2),
         ({"placement": {"nodeSelector": {"disk": "ssd"}}, "scheduling": {"preemptionPolicy": "Never"}}, 2),
         ({"placement": {"nodeSelector": {"disk": "ssd"}}, "match": {"podSelector": {"matchLabels": {"app": "web"}}}}, 2),

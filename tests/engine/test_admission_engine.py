@@ -354,3 +354,19 @@ def test_a_scale_subresource_review_is_ignored_as_a_subresource_not_as_an_unknow
 def test_an_object_without_an_api_version_is_said_to_have_none() -> None:
     out = _admit({"kind": "Deployment", "metadata": {"name": "web"}}, _policies(JOB_POLICIES))
     assert (out.result, out.reason) == ("ignored", "the Deployment has no apiVersion")
+
+
+def test_a_replace_policy_before_a_merge_policy_on_the_same_group_is_settled_in_one_admission() -> None:
+    # Found by the idempotency property: the replace wipes what the merge adds, so only a
+    # settled first admission leaves nothing for the second to change (not even `applied`).
+    replace = ("apiVersion: placement.novasphere.dev/v1alpha1\nkind: PlacementPolicy\nmetadata: {name: p0}\n"
+               "spec: {order: 0, onConflict: replace, placement: {nodeSelector: {pool: a}}}\n")
+    merge = ("apiVersion: placement.novasphere.dev/v1alpha1\nkind: PlacementPolicy\nmetadata: {name: p1}\n"
+             "spec: {order: 1, placement: {nodeSelector: {zone: a}}}\n")
+    policies = _policies(replace, merge)
+    obj = _deployment()
+    obj["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "a"}
+    first = _admit(obj, policies)
+    second = _admit(copy.deepcopy(first.object), policies)
+    assert second.patch == []
+    assert first.object is not None and first.object["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "a", "zone": "a"}

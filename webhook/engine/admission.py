@@ -135,8 +135,8 @@ def _reads_others_output(policy: Policy) -> bool:
     """Whether what ``policy`` does can depend on what another policy writes.
 
     ``merge`` and ``keep`` edits of a field group are idempotent whatever else is in the
-    object, and ``replace`` leaves the same group after every pass (the last writer wins).
-    What reads other policies' output: safe rollouts (the pod's affinity, nodeSelector and
+    object. What reads other policies' output: ``replace`` (it rewrites a group that a later
+    ``merge`` policy adds to, so the next admission would see it act again), safe rollouts (the pod's affinity, nodeSelector and
     tolerations decide whether a surge can schedule), ``preemptionPolicy`` (written only
     when the class, perhaps set by another policy, carries the same value), and matching
     on pod labels or annotations (the engine writes a group label and the applied annotation).
@@ -146,7 +146,8 @@ def _reads_others_output(policy: Policy) -> bool:
         spec = policy.spec
         criteria = [spec.get("match") or {}, spec.get("exclude") or {}]
         cached = bool(
-            spec.get("rollout")
+            policy.on_conflict == "replace"
+            or spec.get("rollout")
             or (spec.get("scheduling") or {}).get("preemptionPolicy")
             or any(c.get("podSelector") or c.get("annotations") for c in criteria)
         )
