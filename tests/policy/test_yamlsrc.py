@@ -1,11 +1,16 @@
 """YAML loading with line numbers: the base of every ``file:line`` message."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from webhook.files import documents
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_path_knows_its_line_and_map_entries_use_the_key_line() -> None:
@@ -89,3 +94,77 @@ def test_invalid_json_reports_its_line(tmp_path: Path) -> None:
 def test_unreadable_files_are_yaml_errors(tmp_path: Path) -> None:
     with pytest.raises(documents.YamlError, match="No such file"):
         documents.load_file(tmp_path / "missing.yaml")
+
+
+# The "billion laughs" of CVE-2019-11253: nine levels of nine aliases, 9**9 strings once expanded.
+BILLION_LAUGHS = """\
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+def test_a_billion_laughs_document_is_refused_quickly_as_excessive_aliasing_at_an_alias_line() -> None:
+    started = time.monotonic()
+    with pytest.raises(documents.YamlError) as info:
+        documents.load_text(BILLION_LAUGHS, file="bomb.yaml")
+    assert time.monotonic() - started < 5, "the expansion must stop early, not run to its end"
+    assert info.value.message == "document contains excessive aliasing"
+    assert info.value.file == "bomb.yaml"
+    assert info.value.line == 4, "the line of the alias being expanded when the budget ran out"
+
+
+def test_a_small_document_may_be_almost_all_aliases() -> None:
+    # go-yaml checks the ratio only past 1000 decoded nodes: small documents are never refused.
+    text = "base: &b [1, 2, 3]\nuses: [" + ", ".join(["*b"] * 150) + "]\n"
+    [doc] = documents.load_text(text)
+    assert doc.data["uses"] == [[1, 2, 3]] * 150
+
+
+def test_many_merge_keys_of_one_anchor_still_load() -> None:
+    text = "defaults: &d {cpu: 1, memory: 2}\n" + "".join(f"item{i}:\n  <<: *d\n  name: n{i}\n" for i in range(500))
+    [doc] = documents.load_text(text)
+    assert doc.data["item499"] == {"cpu": 1, "memory": 2, "name": "n499"}
+    assert doc.lines[("item499", "name")] == 1 + 3 * 499 + 3
+
+
+def test_ten_thousand_levels_load_and_one_more_is_refused_with_its_line() -> None:
+    [doc] = documents.load_text("a:\n  " + "[" * 9_999 + "]" * 9_999 + "\n")
+    assert doc.data["a"] is not None
+    with pytest.raises(documents.YamlError) as info:
+        documents.load_text("a:\n  " + "[" * 10_000 + "]" * 10_000 + "\n", file="deep.yaml")
+    assert str(info.value) == "deep.yaml:2: document nests deeper than 10000 levels"
+
+
+def test_a_million_levels_are_refused_before_libyaml_recurses_into_a_crash() -> None:
+    # libyaml's composer recurses in C: without a depth check first, this overflows the stack.
+    script = (
+        "from webhook.files import documents\n"
+        "try:\n"
+        "    documents.load_text('[' * 1_000_000 + ']' * 1_000_000)\n"
+        "except documents.YamlError as exc:\n"
+        "    print(exc)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert (run.returncode, run.stdout) == (0, "<stdin>:1: document nests deeper than 10000 levels\n"), run.stderr
+
+
+def test_a_json_file_too_deep_for_yaml_is_refused_and_not_retried_as_json(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 10_001 + "]" * 10_001, encoding="utf-8")
+    with pytest.raises(documents.YamlError, match="deep.json:1: document nests deeper than 10000 levels"):
+        documents.load_file(path)
+
+
+def test_deep_json_that_only_the_json_fallback_reads_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "long.json"
+    key = "k" * 1100  # YAML's implicit keys stop at 1024 characters; JSON's do not
+    path.write_text(f'{{"{key}": ' + "[" * 5_000 + "]" * 5_000 + "}\n", encoding="utf-8")
+    with pytest.raises(documents.YamlError, match="long.json:1: invalid JSON: nests too deeply"):
+        documents.load_file(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -69,6 +70,32 @@ def test_a_broken_change_keeps_the_last_good_set_and_reports_file_and_line(polic
     (policy_dir / "broken.yaml").unlink()
     assert source.poll() is None  # back to the files in force: nothing to load
     assert source.errors == [] and source.policies is good
+
+
+BILLION_LAUGHS = SSD_POLICY.replace("name: ssd", "name: bomb") + """\
+  bomb:
+    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+    b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+    c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+    d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+    e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+    f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+    g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+    h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+    i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+def test_a_billion_laughs_change_is_refused_quickly_and_the_set_in_force_kept(policy_dir: Path) -> None:
+    source = reload.PolicySource([policy_dir])
+    assert source.poll() is True
+    good = source.policies
+    (policy_dir / "bomb.yaml").write_text(BILLION_LAUGHS)
+    started = time.monotonic()
+    assert source.poll() is False
+    assert time.monotonic() - started < 5, "the reload must refuse the expansion, not run it"
+    assert source.policies is good
+    assert any("bomb.yaml:" in e and "excessive aliasing" in e for e in source.errors), source.errors
 
 
 def test_a_missing_folder_is_a_failed_load_not_a_crash(tmp_path: Path) -> None:

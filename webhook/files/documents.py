@@ -4,12 +4,16 @@ Policy errors must name the file and line of the offending field, and plain
 ``yaml.safe_load`` forgets where things came from. Here PyYAML composes the node graph
 (with libyaml's C parser when available, which is several times faster) and we build
 plain data from the nodes ourselves, recording the 1-based line of each path on the way.
+
+Files come from users and, through the server's reload, from ConfigMaps, so a document
+is bounded as the Kubernetes API server's YAML decoder bounds it: alias expansion by
+go-yaml's budget ("billion laughs", CVE-2019-11253) and nesting at 10,000 levels.
 """
 from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,21 @@ PathT = tuple[Key, ...]
 # libyaml is optional in PyYAML builds; the pure-Python loader gives the same nodes and marks.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+# go-yaml's limits, which the API server's decoder inherits: scannerc.go's max_flow_level and
+# max_indents (nesting), and decode.go's alias budget (see _allowed_alias_ratio).
+MAX_DEPTH = 10_000
+_ALIAS_MIN_ALIASED = 100  # budget checked only past 100 aliased nodes ...
+_ALIAS_MIN_DECODED = 1_000  # ... and 1,000 nodes in all: small documents are never refused
+_ALIAS_RATIO_LOW = 400_000  # decoded nodes up to which 99% may come from aliases
+_ALIAS_RATIO_HIGH = 4_000_000  # decoded nodes from which only 10% may
+# A path is a tuple, so recording the line of every level of a 10,000-level document would
+# take memory quadratic in its depth. Kubernetes objects nest a few dozen levels at most;
+# below this, ``line_of`` answers with the deepest recorded ancestor's line.
+_LINES_DEPTH = 256
+# Each level of nesting needs one of these indicators (a flow collection's bracket, a block
+# sequence's dash, a mapping's colon or question mark); a text with fewer cannot be too deep.
+_NESTING_INDICATORS = "[{-:?"
+
 
 class YamlError(ValueError):
     """A file that is not valid YAML or JSON; ``str()`` is ``file:line: message``."""
@@ -33,6 +52,10 @@ class YamlError(ValueError):
         self.file = file
         self.line = line
         self.message = message
+
+
+class _OverLimit(YamlError):
+    """Valid YAML over the decoder's limits (aliasing, nesting): final, not retried as JSON."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +77,42 @@ class Document:
         return self.line
 
 
+def _allowed_alias_ratio(decoded: int) -> float:
+    """The share of decoded nodes that may come from alias expansion: go-yaml's
+    ``allowedAliasRatio`` (decode.go, the CVE-2019-11253 fix): 99% up to 400,000 nodes,
+    10% from 4,000,000, scaled linearly between."""
+    if decoded <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if decoded >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW)
+
+
+# One child of a collection, in document order: its key, its path step, its node, its line,
+# and the line an alias there would be written on (see _Builder._enter).
+_Child = tuple[Any, Key, yaml.Node, int, int]
+
+
+@dataclass(slots=True)
+class _Frame:
+    """A collection being built: where it is and the children still to build."""
+
+    node: yaml.Node
+    path: PathT | None  # None below _LINES_DEPTH, where no line is recorded
+    depth: int
+    out: list[Any] | dict[Any, Any]
+    children: Iterator[_Child]
+    alias_line: int  # line of the alias being expanded; 0 outside any expansion
+
+
 class _Builder:
-    """Turns a composed node graph into plain data plus a path -> line map."""
+    """Turns a composed node graph into plain data plus a path -> line map.
+
+    PyYAML's composer shares the node an alias names instead of copying it, so an alias is
+    expanded here: a node reached a second time is an alias. Expansion is counted as go-yaml's
+    decoder counts it, and stops where go-yaml's would (``_allowed_alias_ratio``). The build is
+    iterative, so 10,000 levels cannot exhaust Python's stack.
+    """
 
     def __init__(self, loader: Any, file: str, *, strict: bool) -> None:
         self.loader = loader
@@ -63,21 +120,78 @@ class _Builder:
         self.strict = strict
         self.lines: dict[PathT, int] = {}
         self._active: set[int] = set()  # node ids on the current branch, to stop alias cycles
+        self._seen: set[int] = set()  # node ids built so far: a node met again is an alias
+        self._decoded = 0  # go-yaml's decodeCount
+        self._aliased = 0  # go-yaml's aliasCount: nodes decoded inside an alias expansion
 
-    def build(self, node: yaml.Node, path: PathT, line: int) -> Any:
-        self.lines[path] = line
+    def build(self, node: yaml.Node, line: int) -> Any:
+        """The plain data of a document's root ``node``, which starts on ``line``."""
+        stack: list[_Frame] = []
+        result = self._enter(node, (), 0, line, line, 0, stack)
+        while stack:
+            frame = stack[-1]
+            child = next(frame.children, None)
+            if child is None:
+                stack.pop()
+                self._active.discard(id(frame.node))
+                continue
+            key, step, item, item_line, site = child
+            path = frame.path + (step,) if frame.path is not None and frame.depth < _LINES_DEPTH else None
+            value = self._enter(item, path, frame.depth + 1, item_line, site, frame.alias_line, stack)
+            if isinstance(frame.out, list):
+                frame.out.append(value)
+            else:
+                frame.out[key] = value
+        return result
+
+    def _enter(
+        self, node: yaml.Node, path: PathT | None, depth: int, line: int, site: int, alias_line: int, stack: list[_Frame]
+    ) -> Any:
+        """A scalar's value, or a new collection whose children the caller's loop builds.
+
+        ``site`` is where an alias here would be written: the key's line in a mapping; in a
+        sequence the sequence's own (the composer keeps no mark of an alias, only of its anchor).
+        """
+        if path is not None:
+            self.lines[path] = line
+        alias_line = self._count(node, site, alias_line)
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node)
         if id(node) in self._active:
             raise YamlError(self.file, _line(node), "recursive alias")
+        if depth >= MAX_DEPTH:
+            raise _OverLimit(self.file, _line(node), f"document nests deeper than {MAX_DEPTH} levels")
         self._active.add(id(node))
-        try:
-            if isinstance(node, yaml.SequenceNode):
-                return [self.build(item, path + (i,), _line(item)) for i, item in enumerate(node.value)]
+        out: list[Any] | dict[Any, Any]
+        children: Iterator[_Child]
+        if isinstance(node, yaml.SequenceNode):
+            here = _line(node)
+            out, children = [], ((i, i, item, _line(item), here) for i, item in enumerate(node.value))
+        else:
             assert isinstance(node, yaml.MappingNode)  # the composer makes no other node kind
-            return self._mapping(node, path)
-        finally:
-            self._active.discard(id(node))
+            out, children = {}, self._pairs(node, alias_line)
+        stack.append(_Frame(node, path, depth, out, children, alias_line))
+        return out
+
+    def _count(self, node: yaml.Node, site: int, alias_line: int) -> int:
+        """Count ``node`` as decoded, as go-yaml's ``decoder.unmarshal`` does; returns the line
+        of the alias expansion it is part of (0 for none)."""
+        if id(node) in self._seen:  # an alias: go-yaml decodes the alias node, then its target
+            self._decoded += 1
+            self._aliased += 1 if alias_line else 0
+            alias_line = alias_line or site
+        else:
+            self._seen.add(id(node))
+        self._decoded += 1
+        if alias_line:
+            self._aliased += 1
+            self._check_aliasing(alias_line)
+        return alias_line
+
+    def _check_aliasing(self, alias_line: int) -> None:
+        decoded, aliased = self._decoded, self._aliased
+        if aliased > _ALIAS_MIN_ALIASED and decoded > _ALIAS_MIN_DECODED and aliased / decoded > _allowed_alias_ratio(decoded):
+            raise _OverLimit(self.file, alias_line, "document contains excessive aliasing")
 
     def _scalar(self, node: yaml.ScalarNode) -> Any:
         value = self.loader.construct_object(node, deep=True)
@@ -86,23 +200,23 @@ class _Builder:
             return node.value
         return value
 
-    def _mapping(self, node: yaml.MappingNode, path: PathT) -> dict[Any, Any]:
+    def _pairs(self, node: yaml.MappingNode, alias_line: int) -> Iterator[_Child]:
+        """The mapping's entries, each key checked when its turn comes (errors in document order)."""
         self.loader.flatten_mapping(node)  # resolves YAML merge keys ("<<: *defaults")
-        out: dict[Any, Any] = {}
         first_line: dict[Any, int] = {}
         for key_node, value_node in node.value:
+            key_line = _line(key_node)
+            self._count(key_node, key_line, alias_line)
             key = self._scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
             if key is None or isinstance(key, (list, dict, float)):
-                raise YamlError(self.file, _line(key_node), "mapping keys must be strings")
-            key_line = _line(key_node)
+                raise YamlError(self.file, key_line, "mapping keys must be strings")
             if key in first_line and self.strict:
                 # Strict decoding (kubectl --validate=strict) rejects duplicate fields; for
                 # policies, silently keeping the last one would hide an author's mistake.
                 raise YamlError(self.file, key_line, f"duplicate key {key!r} (first at line {first_line[key]})")
             first_line[key] = key_line
             step = key if isinstance(key, (str, int)) and not isinstance(key, bool) else str(key)
-            out[key] = self.build(value_node, path + (step,), key_line)
-        return out
+            yield key, step, value_node, key_line, key_line
 
 
 def _line(node: yaml.Node) -> int:
@@ -128,18 +242,37 @@ def load_text(text: str, *, file: str = "<stdin>", strict: bool = False) -> list
     loader = _Loader(text)
     docs: list[Document] = []
     try:
+        _check_depth(text, file)
         while loader.check_node():
             node = loader.get_node()
             builder = _Builder(loader, file, strict=strict)
             line = _line(node)
-            data = builder.build(node, (), line)
+            data = builder.build(node, line)
             if data is not None:
                 docs.append(Document(data=data, file=file, line=line, lines=builder.lines))
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, file) from None
+    except RecursionError:  # the pure-Python composer recurses, and gives up well before MAX_DEPTH
+        raise YamlError(file, 1, "document nests too deeply for the pure-Python YAML parser") from None
     finally:
         loader.dispose()
     return docs
+
+
+def _check_depth(text: str, file: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH before anything is composed: libyaml's composer
+    recurses in C, and a deep enough document (a few bytes a level) overflows the stack."""
+    if sum(map(text.count, _NESTING_INDICATORS)) <= MAX_DEPTH:
+        return  # the common case, decided without parsing twice
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = int(event.start_mark.line) + 1 if event.start_mark else 1
+                raise _OverLimit(file, line, f"document nests deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def load_file(path: str | Path, *, strict: bool = False) -> list[Document]:
@@ -156,6 +289,8 @@ def load_file(path: str | Path, *, strict: bool = False) -> list[Document]:
         return load_text(text, file=name, strict=strict)
     try:
         return load_text(text, file=name, strict=strict)
+    except _OverLimit:
+        raise  # the text was read as YAML: as JSON it would hit the same limit, or lose the reason
     except YamlError:
         # JSON that YAML 1.1 cannot read (tabs, "\/" escapes): decode it as JSON, which
         # loses per-field lines but keeps the document.
@@ -167,4 +302,6 @@ def _load_json(text: str, file: str) -> list[Document]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise YamlError(file, exc.lineno, f"invalid JSON: {exc.msg}") from None
+    except RecursionError:  # the json module recurses too, and stops at Python's recursion limit
+        raise YamlError(file, 1, "invalid JSON: nests too deeply") from None
     return [] if data is None else [Document(data=data, file=file, line=1, lines={(): 1})]
