@@ -4,6 +4,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +91,9 @@ def test_multi_document_yaml_prints_a_multi_document_stream_with_non_workloads_u
     docs = list(yaml.safe_load_all(out))
     assert [d["kind"] for d in docs] == ["Deployment", "Service"]
     assert docs[1] == yaml.safe_load(SERVICE)
-    assert f"{path}:doc 2: Service/foo is not a workload kind placement-webhook handles" in err
+    # admission's reason, word for word (it names the kind with or without its version)
+    note = rf"{re.escape(f'{path}:doc 2: Service/default/foo: left unchanged: kind ')}(v1/)?Service is not a workload kind placement-webhook handles"
+    assert re.search(f"^{note}$", err, re.MULTILINE), err
 
 
 def test_json_output_of_one_object_is_the_object_and_of_several_a_v1_list(
@@ -157,13 +161,41 @@ def test_a_subresource_review_is_left_unchanged_with_a_note(tmp_path: Path, poli
     assert "left unchanged: subresource scale is not mutated" in err
 
 
+def test_a_scale_subresource_review_says_the_subresource_is_not_mutated(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web", "namespace": "ns"},
+             "spec": {"replicas": 3}}
+    body = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "u2", "operation": "UPDATE", "subResource": "scale", "namespace": "ns", "name": "web",
+                    "kind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                    "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+                    "object": scale, "oldObject": scale},
+    }
+    code, out, err = _mutate(capsys, policies, "-f", str(_write(tmp_path, "scale.json", json.dumps(body))), "-o", "json")
+    assert code == 0 and json.loads(out) == scale
+    assert [line for line in err.splitlines() if "subresource scale is not mutated" in line], err
+    assert "not a workload kind" not in err
+
+
+def test_an_object_without_api_version_says_so(tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "d.yaml", DEPLOYMENT.replace("apiVersion: apps/v1\n", ""))
+    code, _, err = _mutate(capsys, policies, "-f", str(path))
+    assert code == 0
+    assert [line for line in err.splitlines() if line.startswith(f"{path}:doc 1: ") and "has no apiVersion" in line], err
+    assert "not a workload kind" not in err
+
+
 def test_list_objects_are_unpacked(tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]) -> None:
     items = [yaml.safe_load(DEPLOYMENT), yaml.safe_load(SERVICE)]
     path = _write(tmp_path, "list.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     code, out, err = _mutate(capsys, policies, "-f", str(path), "-o", "json")
     assert code == 0
     assert [i["kind"] for i in json.loads(out)["items"]] == ["Deployment", "Service"]
-    assert "doc 1 item 1: Service/foo is not a workload kind" in err
+    note = rf"{re.escape(f'{path}:doc 1 item 1: Service/default/foo: left unchanged: kind ')}(v1/)?Service is not a workload kind"
+    assert re.search(note, err), err
 
 
 def test_folders_are_read_recursively_in_order_skipping_hidden_and_other_files(
@@ -229,9 +261,123 @@ def test_unreadable_input_is_reported_with_file_and_line_and_exits_1(
     assert json.loads(out)["kind"] == "Deployment", "the good file is still processed"
 
 
-def test_a_missing_input_path_exits_1(tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _mutate(capsys, policies, "-f", str(tmp_path / "nope.yaml"))
-    assert code == 1 and "nope.yaml: no such file or directory" in err
+def test_a_missing_input_path_is_a_usage_error_after_the_other_inputs_are_printed(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = _write(tmp_path, "good.yaml", DEPLOYMENT)
+    code, out, err = _mutate(capsys, policies, "-f", str(tmp_path / "nope.yaml"), str(good), "-o", "json")
+    assert code == 2 and f"{tmp_path / 'nope.yaml'}: no such file or directory" in err
+    assert _node_selector(json.loads(out)) == {"disktype": "ssd"}, "the other input is still mutated and printed"
+
+
+BILLION_LAUGHS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: yaml-bomb}
+data:
+  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+  b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+  c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+  d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+  e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+  f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+  g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+  h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+  i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+def test_a_billion_laughs_manifest_is_an_input_error_and_the_other_files_are_still_mutated(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bomb = _write(tmp_path, "bomb.yaml", BILLION_LAUGHS)
+    good = _write(tmp_path, "good.yaml", DEPLOYMENT)
+    started = time.monotonic()
+    code, out, err = _mutate(capsys, policies, "-f", str(bomb), str(good), "-o", "json")
+    assert time.monotonic() - started < 5, "mutate must refuse the expansion, not run it"
+    assert code == 1
+    assert f"{bomb}:8: document contains excessive aliasing" in err  # the line of d: [*c, ...]
+    assert _node_selector(json.loads(out)) == {"disktype": "ssd"}
+
+
+def test_mutate_refuses_a_namespace_that_differs_from_the_objects_own(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = DEPLOYMENT.replace("metadata: {name: web}", "metadata: {name: web, namespace: a}")
+    path = _write(tmp_path, "two.yaml", f"{DEPLOYMENT}---\n{other}")
+    code, out, err = _mutate(capsys, policies, "-f", str(path), "-n", "b", "-o", "json")
+    assert code == 2
+    assert (
+        f"error: {path}:doc 2: the namespace from the provided object \"a\" does not match the namespace \"b\". "
+        "You must pass '--namespace=a' to perform this operation."
+    ) in err.splitlines()
+    assert json.loads(out)["metadata"] == {"name": "web", "annotations": {ANNOTATION_APPLIED: "ssd"}}, "only the other object"
+
+
+def test_a_list_item_whose_namespace_differs_is_named_by_its_item(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    item = yaml.safe_load(DEPLOYMENT.replace("metadata: {name: web}", "metadata: {name: web, namespace: a}"))
+    path = _write(tmp_path, "list.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": [item]}))
+    code, _, err = _mutate(capsys, policies, "-f", str(path), "-n", "b")
+    assert code == 2 and f"error: {path}:doc 1 item 0: the namespace from the provided object \"a\"" in err
+
+
+def test_objects_without_a_namespace_take_the_flag_and_equal_namespaces_are_fine(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    same = DEPLOYMENT.replace("metadata: {name: web}", "metadata: {name: api, namespace: shop}")
+    path = _write(tmp_path, "two.yaml", f"{DEPLOYMENT}---\n{same}")
+    code, out, err = _mutate(capsys, policies, "-f", str(path), "-n", "shop", "-o", "patch")
+    assert code == 0, err
+    assert "# Deployment/shop/web\n" in out and "# Deployment/shop/api\n" in out
+    assert "namespace" not in err
+
+
+def test_an_admission_review_keeps_its_namespace_whatever_the_flag_says(
+    policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _mutate(capsys, policies, "-f", str(EXAMPLES / "review-deployment-v1.json"), "-n", "elsewhere")
+    assert code == 0 and "namespace" not in err
+
+
+class _Terminal(io.StringIO):
+    """Standard error as a terminal: progress lines are shown only there."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _screen(text: str) -> list[str]:
+    """The lines a terminal shows: a carriage return goes back to the start of the line, and
+    what follows overwrites what was there."""
+    shown = []
+    for raw in text.split("\n"):
+        cells: list[str] = []
+        column = 0
+        for char in raw:
+            if char == "\r":
+                column = 0
+                continue
+            cells[column:column + 1] = [char]
+            column += 1
+        shown.append("".join(cells).rstrip())
+    return shown
+
+
+def test_the_progress_line_is_cleared_before_a_warning_and_redrawn_after(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conflicting = DEPLOYMENT.replace("containers:", "nodeSelector: {disktype: hdd}\n      containers:")
+    files = [str(_write(tmp_path, f"d{i:02}.yaml", conflicting)) for i in range(25)]
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    code = cli.main(["mutate", "--policies", str(policies), "-f", *files, "-o", "json"])
+    assert code == 0
+    shown = _screen(terminal.getvalue())
+    assert not [line for line in shown if re.match(r"mutating \d+/\d+ files.", line)], shown
+    assert len([line for line in shown if line.startswith("warning: Deployment/default/web: ssd:")]) == 25, shown
+    assert [line for line in shown if line][-1] == "mutating 25/25 files", "redrawn after the last warning"
 
 
 def test_a_broken_policy_set_is_a_usage_error_with_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -300,3 +446,16 @@ def test_every_example_is_changed_by_the_shipped_policies(example: str, capsys: 
     paths = [op["path"] for op in json.loads(out)]
     assert "/metadata/annotations" in paths or any(ANNOTATION_APPLIED.replace("/", "~1") in p for p in paths)
     assert len(paths) > 1, "more than the applied annotation changed"
+
+
+def test_an_object_too_deep_to_print_is_an_input_error_and_the_others_are_still_printed(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep = '{"x": ' * 2000 + "{}" + "}" * 2000  # legal, and deeper than json.dumps can write
+    (tmp_path / "deep.json").write_text(f'{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "deep"}}, '
+                                        f'"data": {deep}}}')
+    code, out, err = _mutate(capsys, policies, "-f", str(tmp_path / "deep.json"),
+                             "-f", str(_write(tmp_path, "d.yaml", DEPLOYMENT)), "-o", "json")
+    assert code == 1
+    assert "nests deeper than 200 levels to print" in err and "Traceback" not in err
+    assert json.loads(out)["kind"] == "Deployment"

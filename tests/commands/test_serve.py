@@ -71,9 +71,9 @@ def test_policies_certificate_and_key_are_required_without_dev(missing: str) -> 
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [
-        ("PLACEMENT_WEBHOOK_PORT", "https", "invalid literal"),
-        ("PLACEMENT_WEBHOOK_PORT", "70000", "port must be 0..65535"),
-        ("PLACEMENT_WEBHOOK_METRICS_PORT", "-1", "port must be 0..65535"),
+        ("PLACEMENT_WEBHOOK_PORT", "https", "must be a port number from 0 to 65535, not 'https'"),
+        ("PLACEMENT_WEBHOOK_PORT", "70000", "must be a port number from 0 to 65535, not '70000'"),
+        ("PLACEMENT_WEBHOOK_METRICS_PORT", "-1", "must be a port number from 0 to 65535, not '-1'"),
         ("PLACEMENT_WEBHOOK_SHUTDOWN_GRACE", "-5", "seconds >= 0"),
         ("PLACEMENT_WEBHOOK_RELOAD_INTERVAL", "nan", "seconds >= 0"),
         ("PLACEMENT_WEBHOOK_DEV", "maybe", "expected true or false"),
@@ -92,6 +92,58 @@ def test_a_bad_flag_value_is_a_usage_error(flag: str, value: str, capsys: pytest
         cli.main(["serve", flag, value])
     assert caught.value.code == 2
     assert flag in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["abc", "70000", "-1", "", "8443.0", "0x20fb"])
+def test_a_bad_port_variable_names_the_variable_and_the_expected_form(
+    value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, setting in REQUIRED.items():
+        monkeypatch.setenv(name, setting)
+    monkeypatch.setenv("PLACEMENT_WEBHOOK_PORT", value)
+    assert cli.main(["serve"]) == 2
+    message = f"PLACEMENT_WEBHOOK_PORT: must be a port number from 0 to 65535, not {value!r}"
+    assert capsys.readouterr().err == f"placement-webhook serve: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--port", "abc", "must be a port number from 0 to 65535, not 'abc'"),
+        ("--metrics-port", "-1", "must be a port number from 0 to 65535, not '-1'"),
+        ("--shutdown-grace", "soon", "must be a number of seconds >= 0, not 'soon'"),
+        ("--reload-interval", "inf", "must be a number of seconds >= 0, not 'inf'"),
+        ("--log-level", "loud", "must be one of debug, info, warning, error, not 'loud'"),
+        ("--tls-cert", "", "must be a file path, not ''"),
+        ("--policies", "", "must be a file or folder path, not ''"),
+    ],
+)
+def test_a_bad_flag_names_the_flag_and_the_expected_form(
+    flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["serve", flag, value])
+    err = capsys.readouterr().err
+    assert caught.value.code == 2
+    assert err.splitlines()[-1] == f"placement-webhook serve: error: argument {flag}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("PLACEMENT_WEBHOOK_SHUTDOWN_GRACE", "soon", "must be a number of seconds >= 0, not 'soon'"),
+        ("PLACEMENT_WEBHOOK_RELOAD_INTERVAL", "inf", "must be a number of seconds >= 0, not 'inf'"),
+        ("PLACEMENT_WEBHOOK_LOG_LEVEL", "loud", "must be one of debug, info, warning, error, not 'loud'"),
+        ("PLACEMENT_WEBHOOK_DEV", "maybe", "expected true or false (1, yes, on / 0, no, off), not 'maybe'"),
+        ("PLACEMENT_WEBHOOK_TLS_CERT", "", "must be a file path, not ''"),
+        ("PLACEMENT_WEBHOOK_CLIENT_CA", " ", "must be a file path, not ' '"),
+        ("PLACEMENT_WEBHOOK_POLICIES", ":", "must be a list of file or folder paths separated by ':', not ':'"),
+    ],
+)
+def test_every_variable_parser_says_what_it_expects(variable: str, value: str, message: str) -> None:
+    with pytest.raises(serve.ConfigError) as caught:
+        serve.resolve(_args(), {**REQUIRED, variable: value})
+    assert str(caught.value) == f"{variable}: {message}"
 
 
 def test_serve_without_its_required_settings_exits_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +11,26 @@ import pytest
 from webhook import cli
 
 PolicyFile = Callable[..., Path]
+
+# CVE-2019-11253's "billion laughs" in a policy: nine levels of nine aliases, 9**9 strings expanded.
+BILLION_LAUGHS_POLICY = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata:
+  name: bomb
+  annotations:
+    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+    b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+    c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+    d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+    e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+    f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+    g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+    h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+    i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+spec:
+  scheduling: {schedulerName: s}
+"""
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -20,7 +41,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 def test_a_clean_set_prints_the_count_and_exits_0(policy_file: PolicyFile, capsys: pytest.CaptureFixture[str]) -> None:
     path = policy_file("placement: {nodeSelector: {disktype: ssd}}")
-    assert _run(capsys, "lint", str(path.parent)) == (0, "1 policies OK\n", "")
+    assert _run(capsys, "lint", str(path.parent)) == (0, "1 policy OK\n", "")
 
 
 def test_errors_go_to_stderr_as_file_line_field_message_and_exit_1(
@@ -35,6 +56,43 @@ def test_errors_go_to_stderr_as_file_line_field_message_and_exit_1(
     ]
 
 
+def test_the_count_is_pluralised(policy_file: PolicyFile, capsys: pytest.CaptureFixture[str]) -> None:
+    path = policy_file("scheduling: {schedulerName: s}", name="one", file="one.yaml")
+    assert _run(capsys, "lint", str(path))[:2] == (0, "1 policy OK\n")
+    policy_file("scheduling: {schedulerName: s}", name="two", file="two.yaml")
+    assert _run(capsys, "lint", str(path.parent))[:2] == (0, "2 policies OK\n")
+
+
+def test_a_folder_without_policy_files_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "polcies"  # a typo in a CI path: it exists, but holds no policy
+    folder.mkdir()
+    (folder / "README.md").write_text("not a policy\n", encoding="utf-8")
+    (folder / "spread.suite.yaml").write_text("kind: PlacementTest\n", encoding="utf-8")
+    assert _run(capsys, "lint", str(folder)) == (2, "", f"placement-webhook lint: no policy files under {folder}\n")
+
+
+def test_each_path_without_policy_files_is_named_even_beside_one_with_policies(
+    policy_file: PolicyFile, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = policy_file("scheduling: {schedulerName: s}")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _run(capsys, "lint", str(good), str(empty)) == (2, "", f"placement-webhook lint: no policy files under {empty}\n")
+
+
+def test_a_billion_laughs_policy_is_a_load_error_naming_file_and_line(
+    write: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write("bomb.yaml", BILLION_LAUGHS_POLICY)
+    started = time.monotonic()
+    code, out, err = _run(capsys, "lint", str(path))
+    assert time.monotonic() - started < 5, "lint must refuse the expansion, not run it"
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [f"{path}:9: document contains excessive aliasing", "1 error"]  # the line of d: [*c, ...]
+
+
 def test_a_missing_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "lint", str(tmp_path / "nope"))
     assert (code, out) == (2, "")
@@ -46,7 +104,7 @@ def test_the_default_path_is_policies_in_the_working_directory(
 ) -> None:
     path = policy_file("scheduling: {schedulerName: s}", file="policies/p.yaml")
     monkeypatch.chdir(path.parent.parent)
-    assert _run(capsys, "lint")[:2] == (0, "1 policies OK\n")
+    assert _run(capsys, "lint")[:2] == (0, "1 policy OK\n")
 
 
 def test_a_bad_kinds_config_is_a_usage_error(
@@ -68,7 +126,7 @@ def test_extra_kinds_from_a_config_file_are_known_to_lint(
         encoding="utf-8",
     )
     assert _run(capsys, "lint", str(path))[0] == 1
-    assert _run(capsys, "lint", "--kinds-config", str(config), str(path))[:2] == (0, "1 policies OK\n")
+    assert _run(capsys, "lint", "--kinds-config", str(config), str(path))[:2] == (0, "1 policy OK\n")
 
 
 class TestConflicts:

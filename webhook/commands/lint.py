@@ -1,7 +1,8 @@
 """``placement-webhook lint``: validate policy files exactly as the server loads them.
 
 Every error at once, as ``file:line: field: message``; then the findings across policies
-(``policy.lint``). Exit 0 when clean, 1 with errors or findings, 2 on usage errors.
+(``policy.lint``). Exit 0 when clean, 1 with errors or findings, 2 on usage errors: a path
+that does not exist or holds no policy file (a typo in a CI path must not pass as clean).
 """
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ def run(args: argparse.Namespace) -> int:
         for path in missing:
             common.error("lint", f"{path}: no such file or directory")
         return Exit.USAGE
+    empty = [p for p in paths if not loader.policy_files([p])]
+    if empty:
+        for path in empty:
+            common.error("lint", f"no policy files under {path}")
+        return Exit.USAGE
     targets = common.targets(args, "lint")
     if targets is None:
         return Exit.USAGE
@@ -46,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if problems:
         return _report(problems, "finding")
-    print(f"{len(loaded.policies)} policies OK")
+    count = len(loaded.policies)
+    print(f"{count} {'policy' if count == 1 else 'policies'} OK")
     return Exit.OK
 
 

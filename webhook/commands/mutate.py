@@ -7,7 +7,8 @@ mutated objects, the patches, a diff or the AdmissionReview answers.
 
 Exit codes: 0 done; 1 some input could not be read or admission failed on an object
 (the rest is still processed and printed); 2 usage errors, including a broken policy set
-(the command cannot say anything meaningful without its policies).
+(the command cannot say anything meaningful without its policies), a missing input path
+and an object whose namespace is not ``--namespace``'s (those after the rest is printed).
 """
 from __future__ import annotations
 
@@ -64,7 +65,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--policies", metavar="PATH", action="extend", nargs="+",
         help="policy folder or file (default: ./policies); repeatable",
     )
-    parser.add_argument("--namespace", "-n", help="namespace of objects that do not name one (default: default)")
+    parser.add_argument(
+        "--namespace", "-n",
+        help="namespace of objects that do not name one (default: default); one that names another is refused, as kubectl does",
+    )
     parser.add_argument(
         "--operation", choices=review.OPERATIONS, default="CREATE",
         help="admission operation for plain manifests (default CREATE); AdmissionReviews keep their own",
@@ -97,15 +101,44 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(setup, int):
         return setup
     policies, cluster = setup
-    errors = InputErrors()
+    console = Console(sys.stderr)
+    errors = InputErrors(console.say)
     items: list[Item] = []
-    for where, request in _requests(args, on_error=errors.report):
+    for where, request in _requests(args, errors, console):
         item = Item(where, request, admission.admit(request, policies=policies, cluster=cluster))
-        if _report(item):
+        if _report(item, console.say):
             errors.count += 1
         items.append(item)
-    _print(items, args.output, sys.stdout)
-    return Exit.FINDINGS if errors.count else Exit.OK
+    printable = [item for item in items if _printable(item, errors)]
+    _print(printable, args.output, sys.stdout)
+    return errors.exit_code()
+
+
+# The YAML and JSON printers recurse, a few Python frames a level; Kubernetes objects nest a
+# few dozen levels, far below this.
+PRINTABLE_DEPTH = 200
+
+
+def _printable(item: Item, errors: InputErrors) -> bool:
+    """Whether the printers can print the object: one nested deeper is an input error for
+    that object, not a traceback for all of them."""
+    if _depth(item.outcome.object) <= PRINTABLE_DEPTH:
+        return True
+    errors.report(f"{item.where}: {item.label}: the object nests deeper than {PRINTABLE_DEPTH} levels to print")
+    return False
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and mappings nest in ``value`` (iteratively: it may be very deep)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return deepest
 
 
 def _setup(args: argparse.Namespace) -> tuple[PolicySet, ClusterView | None] | int:
@@ -149,90 +182,145 @@ def _usage(message: str) -> int:
     return Exit.USAGE
 
 
+class Console:
+    """Standard error, with a progress line on a terminal.
+
+    The progress line is drawn without a newline, so anything else printed meanwhile would
+    land on it: every message clears it first and draws it again after.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.progress = ""  # the progress line on screen; "" when none is
+
+    def say(self, message: str) -> None:
+        self._clear()
+        print(message, file=self.stream)
+        self._draw()
+
+    def show(self, progress: str) -> None:
+        """Draw ``progress`` over the progress line (only a terminal gets one: ``wants_progress``)."""
+        self.stream.write("\r" + progress.ljust(len(self.progress)))
+        self.stream.flush()
+        self.progress = progress
+
+    def done(self) -> None:
+        """Leave the last progress line on screen and go on below it."""
+        if self.progress:
+            print(file=self.stream)
+            self.progress = ""
+
+    def wants_progress(self) -> bool:
+        return self.stream.isatty()
+
+    def _clear(self) -> None:
+        if self.progress:  # spaces, not an escape sequence: any terminal understands them
+            self.stream.write("\r" + " " * len(self.progress) + "\r")
+
+    def _draw(self) -> None:
+        if self.progress:
+            self.stream.write("\r" + self.progress)
+            self.stream.flush()
+
+
 class InputErrors:
     """Input problems are printed and counted, not raised: one bad file must not hide the rest."""
 
-    def __init__(self) -> None:
-        self.count = 0
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say = say
+        self.count = 0  # unreadable inputs and failed objects: exit 1
+        self.usage = 0  # missing paths and refused namespaces, mistakes in the command: exit 2
 
     def report(self, message: str) -> None:
         self.count += 1
-        print(message, file=sys.stderr)
+        self.say(message)
+
+    def refuse(self, message: str) -> None:
+        self.usage += 1
+        self.say(message)
+
+    def exit_code(self) -> int:
+        return Exit.USAGE if self.usage else Exit.FINDINGS if self.count else Exit.OK
 
 
-def _report(item: Item) -> bool:
+def _report(item: Item, say: Callable[[str], None]) -> bool:
     """Print what happened to one object on stderr; True when it counts as a failure."""
     outcome = item.outcome
     for warning in outcome.warnings:
-        print(f"warning: {item.label}: {warning}", file=sys.stderr)
+        say(f"warning: {item.label}: {warning}")
     if outcome.result == "error":
-        print(f"error: {item.label}: {outcome.error}", file=sys.stderr)
+        say(f"error: {item.label}: {outcome.error}")
         return True
     if outcome.result == "ignored":
-        print(f"{item.where}: {_ignored(item)}", file=sys.stderr)
+        # Admission's own reason, word for word: it knows why (a subresource, a missing
+        # apiVersion, a kind it does not handle) better than the object can tell us here.
+        say(f"{item.where}: {item.label}: left unchanged" + (f": {outcome.reason}" if outcome.reason else ""))
     return False
 
 
-def _ignored(item: Item) -> str:
-    req = item.request
-    obj = req.object or {}
-    if "not a workload kind" in item.outcome.reason:
-        name = (obj.get("metadata") or {}).get("name") or req.name or "(unnamed)"
-        return f"{obj.get('kind') or req.kind or '(no kind)'}/{name} is not a workload kind placement-webhook handles"
-    return f"{item.label}: left unchanged: {item.outcome.reason}"
-
-
-def _requests(args: argparse.Namespace, *, on_error: Callable[[str], None]) -> Iterator[tuple[str, review.Request]]:
+def _requests(args: argparse.Namespace, errors: InputErrors, console: Console) -> Iterator[tuple[str, review.Request]]:
     """Every object of every input, as an admission request, with its ``file:doc N``."""
-    for source, docs in _documents(args.files, on_error=on_error):
+    for source, docs in _documents(args.files, errors, console):
         for index, doc in enumerate(docs, start=1):
             where = f"{source}:doc {index}"
             try:
-                yield from _doc_requests(doc.data, where, args)
+                yield from _doc_requests(doc.data, where, args, errors)
             except (review.BadReview, ValueError) as exc:
-                on_error(f"{source}:{doc.line}: doc {index}: {exc}")
+                errors.report(f"{source}:{doc.line}: doc {index}: {exc}")
 
 
-def _doc_requests(data: Any, where: str, args: argparse.Namespace) -> Iterator[tuple[str, review.Request]]:
+def _doc_requests(
+    data: Any, where: str, args: argparse.Namespace, errors: InputErrors
+) -> Iterator[tuple[str, review.Request]]:
     if not isinstance(data, dict):
         raise ValueError(f"expected a Kubernetes object (a mapping), got {type(data).__name__}")
     if data.get("kind") == "AdmissionReview":
-        yield where, review.parse(data)
+        yield where, review.parse(data)  # the API server said which namespace: -n has no say
         return
     if objects.is_list(data):
         for i, item in enumerate(data["items"]):
-            yield from _doc_requests(item, f"{where} item {i}", args)
+            yield from _doc_requests(item, f"{where} item {i}", args, errors)
+        return
+    own = str(objects.meta(data, "namespace") or "")
+    if own and args.namespace and own != args.namespace:
+        # kubectl refuses the object rather than move it to another namespace, in its words.
+        errors.refuse(
+            f'error: {where}: the namespace from the provided object "{own}" does not match the namespace '
+            f'"{args.namespace}". You must pass \'--namespace={own}\' to perform this operation.'
+        )
         return
     yield where, review.request_for_object(data, operation=args.operation, namespace=args.namespace)
 
 
-def _documents(paths: Iterable[str], *, on_error: Callable[[str], None]) -> Iterator[tuple[str, list[Any]]]:
+def _documents(paths: Iterable[str], errors: InputErrors, console: Console) -> Iterator[tuple[str, list[Any]]]:
     from webhook.files import documents as yamlsrc
 
-    files = _expand(paths, on_error=on_error)
-    show_progress = sys.stderr.isatty() and len(files) > 20
+    files = _expand(paths, errors)
+    show_progress = console.wants_progress() and len(files) > 20
     for n, path in enumerate(files, start=1):
         if show_progress:
-            print(f"\rmutating {n}/{len(files)} files", end="", file=sys.stderr, flush=True)
+            console.show(f"mutating {n}/{len(files)} files")
         try:
             if path == "-":
                 yield "<stdin>", yamlsrc.load_text(sys.stdin.read(), file="<stdin>")
             else:
                 yield path, yamlsrc.load_file(path)
         except yamlsrc.YamlError as exc:
-            on_error(str(exc))
-    if show_progress:
-        print(file=sys.stderr)
+            errors.report(str(exc))
+    console.done()
 
 
-def _expand(paths: Iterable[str], *, on_error: Callable[[str], None]) -> list[str]:
-    """Files in argument order (``-`` is standard input); folders expand to their manifests."""
+def _expand(paths: Iterable[str], errors: InputErrors) -> list[str]:
+    """Files in argument order (``-`` is standard input); folders expand to their manifests.
+
+    A path that does not exist is a mistake in the command, as for ``lint`` and ``test``.
+    """
     files: list[str] = []
     for raw in paths:
         if raw == "-":
             files.append(raw)
         else:
-            found = walk.find([raw], accept=_is_manifest, on_missing=lambda exc: on_error(str(exc)))
+            found = walk.find([raw], accept=_is_manifest, on_missing=lambda exc: errors.refuse(f"error: {exc}"))
             files.extend(str(f) for f in found)
     return files
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -32,39 +33,63 @@ class ConfigError(ValueError):
     """A flag or environment variable has an unusable value (exit code 2)."""
 
 
+# Each parser raises ValueError saying what it expects and what it got: resolve() prefixes
+# the variable's name, argparse the flag's (a raw int() or float() error names neither).
+
+
 def _bool(text: str) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
         return True
     if value in ("0", "false", "no", "off", ""):
         return False
-    raise ValueError(f"expected true or false, got {text!r}")
+    raise ValueError(f"expected true or false (1, yes, on / 0, no, off), not {text!r}")
+
+
+def _path(text: str) -> Path:
+    # Path("") is the working directory: an empty value would silently name a folder.
+    if not text.strip():
+        raise ValueError(f"must be a file path, not {text!r}")
+    return Path(text)
+
+
+def _policy_path(text: str) -> Path:
+    if not text.strip():
+        raise ValueError(f"must be a file or folder path, not {text!r}")
+    return Path(text)
 
 
 def _paths(text: str) -> list[Path]:
-    return [Path(p) for p in text.split(os.pathsep) if p]
+    paths = [Path(p) for p in text.split(os.pathsep) if p.strip()]
+    if not paths:
+        raise ValueError(f"must be a list of file or folder paths separated by {os.pathsep!r}, not {text!r}")
+    return paths
 
 
 def _port(text: str) -> int:
-    port = int(text)
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port must be 0..65535, got {port}")
-    return port
+    digits = text.strip()
+    # int() would also take "-1", "+5", "8_443" and non-ASCII digits.
+    if not (digits.isascii() and digits.isdigit()) or int(digits) > 65535:
+        raise ValueError(f"must be a port number from 0 to 65535, not {text!r}")
+    return int(digits)
 
 
 def _seconds(text: str) -> float:
-    seconds = float(text)
-    if not seconds >= 0:  # also rejects NaN
-        raise ValueError(f"must be a number of seconds >= 0, got {text!r}")
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < math.inf:  # also rejects NaN
+        raise ValueError(f"must be a number of seconds >= 0, not {text!r}")
     return seconds
 
 
 def _level(text: str) -> str:
     from webhook.server.logs import LEVELS
 
-    if text.lower() not in LEVELS:
-        raise ValueError(f"must be one of {', '.join(LEVELS)}, got {text!r}")
-    return text.lower()
+    if text.strip().lower() not in LEVELS:
+        raise ValueError(f"must be one of {', '.join(LEVELS)}, not {text!r}")
+    return text.strip().lower()
 
 
 @dataclass(frozen=True)
@@ -89,15 +114,15 @@ class Option:
 
 OPTIONS = (
     Option("policies", _paths, None, "policy folder or file (repeatable; env: os.pathsep-separated)", "PATH", dev=[DEV_POLICIES]),
-    Option("tls-cert", Path, None, "serving certificate (PEM, may include the chain)", "FILE", dev=DEV_CERTS / "tls.crt"),
-    Option("tls-key", Path, None, "serving certificate's private key (PEM)", "FILE", dev=DEV_CERTS / "tls.key"),
-    Option("client-ca", Path, None, "CA bundle for client certificates: turns on mutual TLS", "FILE"),
+    Option("tls-cert", _path, None, "serving certificate (PEM, may include the chain)", "FILE", dev=DEV_CERTS / "tls.crt"),
+    Option("tls-key", _path, None, "serving certificate's private key (PEM)", "FILE", dev=DEV_CERTS / "tls.key"),
+    Option("client-ca", _path, None, "CA bundle for client certificates: turns on mutual TLS", "FILE"),
     Option("host", str, "0.0.0.0", "address to listen on", "ADDR", dev="127.0.0.1"),
     Option("port", _port, 8443, "TLS port: /mutate, /healthz, /readyz", "PORT"),
     Option("metrics-port", _port, 8080, "plain-HTTP port: /metrics, /healthz, /readyz", "PORT"),
     Option("shutdown-grace", _seconds, 30.0, "seconds in-flight reviews get to finish after SIGTERM", "SECONDS"),
     Option("reload-interval", _seconds, 5.0, "seconds between checks of certificate and policy files", "SECONDS"),
-    Option("kinds-config", Path, None, "YAML file declaring extra workload kinds", "FILE"),
+    Option("kinds-config", _path, None, "YAML file declaring extra workload kinds", "FILE"),
     Option("log-level", _level, "info", "debug, info, warning or error", "LEVEL"),
     Option("dev", _bool, False, "local setup: certs/ (made when missing), policies/, 127.0.0.1"),
 )
@@ -108,25 +133,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
         text = f"{opt.help} [env {opt.env}" + (f"; default {_shown(opt.default)}]" if opt.default not in (None, False) else "]")
         if opt.parse is _bool:
             parser.add_argument(f"--{opt.flag}", dest=opt.dest, action="store_const", const=True, default=None, help=text)
-        elif opt.parse is _paths:
-            parser.add_argument(f"--{opt.flag}", dest=opt.dest, action="append", type=Path, default=None, metavar=opt.metavar, help=text)
+        elif opt.parse is _paths:  # the flag is repeated, one path each time
+            kind = _flag_type(opt.flag, _policy_path)
+            parser.add_argument(f"--{opt.flag}", dest=opt.dest, action="append", type=kind, default=None, metavar=opt.metavar, help=text)
         else:
-            parser.add_argument(f"--{opt.flag}", dest=opt.dest, type=_flag_type(opt), default=None, metavar=opt.metavar, help=text)
+            parser.add_argument(f"--{opt.flag}", dest=opt.dest, type=_flag_type(opt.flag, opt.parse), default=None, metavar=opt.metavar, help=text)
 
 
 def _shown(value: Any) -> str:
     return str(value[0]) if isinstance(value, list) else str(value)
 
 
-def _flag_type(opt: Option) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
+def _flag_type(flag: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` as an argparse type: its message, not argparse's "invalid <type> value"."""
+
+    def parse_flag(text: str) -> Any:
         try:
-            return opt.parse(text)
+            return parse(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from exc
 
-    parse.__name__ = opt.flag  # argparse names the type in its error message
-    return parse
+    parse_flag.__name__ = flag  # argparse names the type in some of its own messages
+    return parse_flag
 
 
 def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
