@@ -52,3 +52,13 @@ def test_the_explanation_names_the_requirement_and_what_was_found() -> None:
     why = selectors.mismatch({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["db"]}]}, TIER_WEB)
     assert why == "label tier In [db] does not hold (found tier=web)"
     assert selectors.mismatch({"matchLabels": {"zone": "a"}}, {}) == "label zone=a required, found no such label"
+
+
+def test_match_labels_and_the_same_requirement_written_as_in_are_one_selector() -> None:
+    assert selectors.canonical({"matchLabels": {"app": "web"}}) == selectors.canonical(
+        {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}
+    )
+    assert selectors.canonical({"matchLabels": {"app": "web"}}) != selectors.canonical(
+        {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "api"]}]}
+    )
+    assert selectors.canonical(None) is None and selectors.canonical({}) == frozenset()

@@ -25,6 +25,7 @@ from webhook.engine.fragments import (
     preferred_key,
     term_key,
 )
+from webhook.kube import selectors
 from webhook.kube.nodes import term_contradiction
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -89,9 +90,19 @@ def canonical(value: Any) -> Any:
     return freeze(value)
 
 
+_SELECTORS = ("labelSelector", "namespaceSelector")
+
+
 def anti_term_key(term: Mapping[str, Any]) -> Any:
-    """Identity of a pod (anti-)affinity entry; see ``freeze(revision_free=True)``."""
-    return freeze(term, revision_free=True)
+    """Identity of a pod (anti-)affinity entry, a PodAffinityTerm or a weighted one: its
+    selectors by what they select (``selectors.canonical``: ``matchLabels`` and the same
+    requirement written as ``In`` are one), the rest as ``freeze(revision_free=True)``."""
+    inner = term.get("podAffinityTerm")
+    if isinstance(inner, Mapping):
+        return (freeze({k: v for k, v in term.items() if k != "podAffinityTerm"}), anti_term_key(inner))
+    rest = {k: v for k, v in term.items() if k not in _SELECTORS}
+    return (freeze(rest, revision_free=True),
+            *(selectors.canonical(term.get(k)) if isinstance(term.get(k), Mapping) else None for k in _SELECTORS))
 
 
 def toleration_key(tol: Mapping[str, Any]) -> Any:

@@ -113,7 +113,8 @@ def _builtin() -> list[Target]:
             "VirtualMachinePool",
             vm_pod + ("spec",),
             vm_pod + ("metadata", "labels"),
-            sel,
+            # No selector: a pool's spec.selector selects its VirtualMachines, not their pods,
+            # so self anti-affinity selects on the pod-template labels instead.
             kubevirt=True,
         ),
         Target("vm.novasphere.dev", "v1alpha1", "Wukong", None, ("metadata", "labels"), native="wukong"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["matches", "mismatch", "requirement_holds"]
+__all__ = ["canonical", "matches", "mismatch", "requirement_holds"]
 
 
 def requirement_holds(operator: str, present: bool, value: Any, values: Sequence[Any]) -> bool | None:
@@ -53,3 +53,17 @@ def mismatch(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> str | No
 
 def _label(labels: Mapping[str, Any], key: str) -> str:
     return f"{key}={labels[key]}" if key in labels else "no such label"
+
+
+def canonical(selector: Mapping[str, Any] | None) -> frozenset[tuple[str, str, frozenset[str]]] | None:
+    """The selector's identity: its requirements as a set, ``matchLabels {k: v}`` being the
+    requirement ``k In [v]`` (as ``LabelSelectorAsSelector`` builds them), values as a set
+    of text. Two selectors with the same identity select the same labels. None stays None
+    (a null selector, which selects nothing, is not an empty one, which selects everything)."""
+    if selector is None:
+        return None
+    reqs = {(str(k), "In", frozenset([str(v)])) for k, v in (selector.get("matchLabels") or {}).items()}
+    for expr in selector.get("matchExpressions") or ():
+        values = frozenset(str(v) for v in expr.get("values") or ())
+        reqs.add((str(expr.get("key", "")), str(expr.get("operator", "")), values))
+    return frozenset(reqs)
