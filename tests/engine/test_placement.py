@@ -350,3 +350,14 @@ def test_a_pools_spread_selects_the_vm_pods_by_their_template_labels_not_by_the_
     spec = pool["spec"]["virtualMachineTemplate"]["spec"]["template"]["spec"]
     [term] = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term["labelSelector"] == {"matchLabels": {"vm-role": "worker"}}
+
+
+def test_match_label_keys_the_workload_selector_already_has_are_left_out_with_a_warning() -> None:
+    # From 1.31 the API server rejects a pod whose matchLabelKeys repeat a selector key.
+    obj = deployment(pod_labels={"app": "web", "track": "stable"}, selector={"matchLabels": {"app": "web"}})
+    spread = {"spread": "required", "matchLabelKeys": ["app", "track"]}
+    out = apply(obj, make_policy(placement={"podAntiAffinity": spread}))
+    [term] = pod_spec_of(obj)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["labelSelector"] == {"matchLabels": {"app": "web"}}
+    assert term["matchLabelKeys"] == ["track"]
+    assert any("matchLabelKeys app left out" in w for w in out.warnings)

@@ -49,6 +49,10 @@ CASES = [
      "spec.placement.nodeAffinity.required[0].matchExpressions[0].values[0]", "not a valid label value"),
     ("anti-gt-value-with-spaces", NODE_TERM.replace("nodeAffinity", "nodeAntiAffinity") + "        operator: Gt\n        values: [' 5']\n", 12,
      "spec.placement.nodeAntiAffinity.required[0].matchExpressions[0].values[0]", "not a valid label value"),
+    ("spread-match-label-keys-repeat-the-selector",
+     "placement:\n  podAntiAffinity:\n    spread: required\n    labelSelector: {matchLabels: {app: web}}\n"
+     "    matchLabelKeys: [app]", 10, "spec.placement.podAntiAffinity.matchLabelKeys",
+     "'app' is in both matchLabelKeys and labelSelector"),
     ("unknown-operator", _expr("operator: Contains", "values: [a]"), 11,
      "spec.placement.nodeAffinity.required[0].matchExpressions[0].operator", "must be one of"),
     ("yaml-boolean-value", _expr("operator: In", "values: [true]"), 12,

@@ -11,7 +11,7 @@ annotation or patches: ``admission`` does.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,7 +117,7 @@ def _anti_affinity(
         else:
             if rollout.scope_spread(obj, target=target, rollout=compiled.rollout, pod_spec=pod_spec,
                                     topology_key=spread.topology_key, cluster=ctx.cluster):
-                term["matchLabelKeys"] = sorted({*term.get("matchLabelKeys", ()), rollout.REVISION_KEY})
+                _add_match_label_keys(term, [rollout.REVISION_KEY], ctx)
             required.insert(0, term)
     merge.pod_terms(pod_spec, "podAntiAffinity", required=required, preferred=preferred, ctx=ctx)
     if spread is not None and term is not None and spread.mode == "required":
@@ -140,9 +140,24 @@ def _spread_term(obj: dict[str, Any], spread: fragments.Spread, *, target: Targe
     if selector is None:
         selector = workload_selector(obj, target) or _group_selector(obj, target, ctx)
     term: dict[str, Any] = {"labelSelector": selector, "topologyKey": spread.topology_key}
-    if spread.match_label_keys:
-        term["matchLabelKeys"] = list(spread.match_label_keys)
+    _add_match_label_keys(term, spread.match_label_keys, ctx)
     return term
+
+
+def _add_match_label_keys(term: dict[str, Any], keys: Sequence[str], ctx: Context) -> None:
+    """Add ``matchLabelKeys`` a pod affinity term may carry: none the term's labelSelector
+    already constrains. The API server merges matchLabelKeys into the selector at pod
+    creation and rejects a key found twice ("exists in both matchLabelKeys and
+    labelSelector", validateMatchLabelKeysAndMismatchLabelKeys, from 1.31 on by default); a
+    Deployment carrying such a term is accepted and then every pod it creates is refused."""
+    selector = term.get("labelSelector") or {}
+    taken = set(selector.get("matchLabels") or ()) | {e.get("key") for e in selector.get("matchExpressions") or ()}
+    clashing = sorted(k for k in keys if k in taken)
+    if clashing:
+        ctx.warn(f"matchLabelKeys {', '.join(clashing)} left out: the spread's label selector already has it")
+    kept = sorted({*term.get("matchLabelKeys", ()), *(k for k in keys if k not in taken)})
+    if kept:
+        term["matchLabelKeys"] = kept
 
 
 def workload_selector(obj: Mapping[str, Any], target: Target) -> dict[str, Any] | None:
