@@ -18,7 +18,7 @@ import kubernetes_validate
 import pytest
 
 from webhook import cli
-from webhook.engine import admission, review
+from webhook.engine import admission, review, rollout
 from webhook.files import documents
 from webhook.policy import loader
 
@@ -73,17 +73,19 @@ def _builtin(obj: dict[str, Any]) -> bool:
     return str(obj.get("apiVersion", "")).startswith(BUILTIN_GROUPS)
 
 
-def _removed_leaves(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+def _removed_leaves(before: dict[str, Any], after: dict[str, Any], *, never_finishing: bool = False) -> list[str]:
     """Leaves of `before` missing or changed in `after`.
 
-    Two changes are the policy language's own (docs/policies.md): a stale integer `priority` goes when a priority class is
-    set, and the API server's rolling-update defaults (25%/25%) are not a value a user chose.
+    Three changes are the policy language's own (docs/policies.md): a stale integer `priority`
+    goes when a priority class is set, the API server's rolling-update defaults (25%/25%) are
+    not a value a user chose, and safe rollouts replace an author's rolling-update values that
+    can never finish with the required anti-affinity added (``never_finishing``).
     """
     lost = []
     for path, value in _leaves(before):
         if path and path[-1] == "priority":
             continue
-        if path[-2:-1] == ("rollingUpdate",) and value == "25%":
+        if path[-2:-1] == ("rollingUpdate",) and (value == "25%" or never_finishing):
             continue
         if "nodeSelectorTerms" in path:
             continue  # ANDed into new terms by design: checked by _required_terms_still_hold
@@ -97,6 +99,19 @@ def _removed_leaves(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
             pass
         lost.append("/".join(map(str, path)))
     return lost
+
+
+def _never_finishing(request: Any, outcome: admission.Outcome) -> bool:
+    """Whether safe rollouts replaced the object's rolling-update values as never finishing,
+    checked: they resolve to no unavailable replica, and the output holds rule 3's values."""
+    ru = ((request.object.get("spec") or {}).get("strategy") or {}).get("rollingUpdate")
+    if not ru or not any("could never finish" in w for w in outcome.warnings):
+        return False
+    replicas = request.object["spec"].get("replicas", 1)
+    assert rollout.resolve(ru.get("maxSurge", "25%"), ru.get("maxUnavailable", "25%"), replicas)[1] == 0, ru
+    assert outcome.object is not None
+    assert outcome.object["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+    return True
 
 
 def _required_terms(obj: dict[str, Any]) -> Iterator[tuple[list[Any], list[Any]]]:
@@ -138,7 +153,7 @@ def test_corpus_file_is_placed_correctly_and_idempotently(path: Path, policies: 
             assert outcome.patch == []
             continue
         assert jsonpatch.apply_patch(request.object, outcome.patch) == outcome.object
-        assert _removed_leaves(request.object, outcome.object) == []
+        assert _removed_leaves(request.object, outcome.object, never_finishing=_never_finishing(request, outcome)) == []
         _required_terms_still_hold(request.object, outcome.object)
 
         again = admission.admit(

@@ -216,7 +216,7 @@ def test_outcome_result_is_one_of_the_documented_values() -> None:
 
 
 def test_policies_that_never_settle_fail_open_with_an_error_naming_them() -> None:
-    def toggle(obj: dict, *, policy: Any, target: Any, cluster: Any) -> placement.Applied:
+    def toggle(obj: dict, *, policy: Any, target: Any, cluster: Any, **_: Any) -> placement.Applied:
         # Each pass flips the value: a set with no fixed point.
         pod = obj["spec"]["template"]["spec"]
         pod["nodeSelector"] = {"flip": "b" if (pod.get("nodeSelector") or {}).get("flip") == "a" else "a"}

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonpatch
+import pytest
 import yaml
 
 from webhook import ANNOTATION_APPLIED
@@ -370,3 +371,34 @@ def test_a_replace_policy_before_a_merge_policy_on_the_same_group_is_settled_in_
     second = _admit(copy.deepcopy(first.object), policies)
     assert second.patch == []
     assert first.object is not None and first.object["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "a", "zone": "a"}
+
+
+def _rollout_policies(spread_order: int, selector_order: int) -> PolicySet:
+    spread = ("apiVersion: placement.novasphere.dev/v1alpha1\nkind: PlacementPolicy\nmetadata: {name: spread}\n"
+              f"spec: {{order: {spread_order}, placement: {{podAntiAffinity: {{spread: required}}}}, "
+              "rollout: {mode: safe}}\n")
+    ssd = ("apiVersion: placement.novasphere.dev/v1alpha1\nkind: PlacementPolicy\nmetadata: {name: ssd}\n"
+           f"spec: {{order: {selector_order}, placement: {{nodeSelector: {{disk: ssd}}}}}}\n")
+    return _policies(spread, ssd)
+
+
+@pytest.mark.parametrize(("spread_order", "selector_order"), [(1, 2), (2, 1)])
+def test_the_rollout_is_decided_on_the_object_as_the_whole_set_leaves_it(spread_order: int, selector_order: int) -> None:
+    # Three nodes, two with SSDs, two replicas: counted before the nodeSelector there is a spare
+    # node (surge 1); after it there is none, and a surge pod would never schedule.
+    from webhook.cluster.view import StaticClusterView
+
+    nodes = [{"metadata": {"name": n, "labels": {"kubernetes.io/hostname": n, **({"disk": "ssd"} if n != "c" else {})}}}
+             for n in ("a", "b", "c")]
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "prod"},
+           "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}}}}
+    out = admission.admit(review.request_for_object(obj), policies=_rollout_policies(spread_order, selector_order),
+                          cluster=StaticClusterView(nodes=nodes))
+    assert out.object is not None
+    assert out.object["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+    # One warning, the settled decision's: not the first pass's "maxSurge 1" beside it.
+    assert [w for w in out.warnings if "rollout:" in w] == [
+        "spread: rollout: maxSurge 0, maxUnavailable 1 (required self anti-affinity, not enough kubernetes.io/hostname "
+        "domains)"
+    ]

@@ -126,10 +126,11 @@ CLUSTERS = st.sampled_from([
 def _apply_all(obj: dict[str, Any], policies: list[Policy], cluster: StaticClusterView | None) -> bool:
     """Apply each policy as admission does: a failing policy leaves no trace."""
     changed = False
+    original = copy.deepcopy(obj)  # the request's object, what its author wrote
     for policy in policies:
         work = copy.deepcopy(obj)
         try:
-            changed |= apply(work, policy, cluster).changed
+            changed |= apply(work, policy, cluster, original=original).changed
         except PlacementError:
             continue
         obj.clear()

@@ -10,6 +10,7 @@ from tests.kit.engine import apply
 from tests.kit.policies import policy as make_policy
 from tests.kit.workloads import deployment, node, pod_spec_of
 from webhook.cluster.view import StaticClusterView
+from webhook.engine import rollout
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 HOST = "kubernetes.io/hostname"
@@ -138,7 +139,11 @@ def test_the_api_defaults_are_replaced_but_a_users_choice_is_kept() -> None:
     obj = deployment(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": "25%"}})
     result = apply(obj, make_policy(**SAFE))
     assert rolling(obj) == {"maxSurge": 3, "maxUnavailable": 0}
-    assert "p: rollout: maxSurge 3 kept (a user's choice)" in result.warnings
+    # One warning, saying what the strategy is and that maxSurge is the author's: never a
+    # "maxSurge 1" beside a "maxSurge 3 kept" that contradicts it.
+    assert [w for w in result.warnings if "rollout:" in w] == [
+        "p: rollout: maxSurge 3, maxUnavailable 0 (no required self anti-affinity across revisions; as written: maxSurge)"
+    ]
 
 
 def test_values_that_would_both_be_zero_are_left_as_they_are() -> None:
@@ -242,3 +247,75 @@ def test_safe_mode_overrides_the_policys_values_when_a_surge_could_deadlock() ->
                          placement={"podAntiAffinity": {"spread": "required"}})
     apply(obj, policy)
     assert rolling(obj) == {"maxSurge": 0, "maxUnavailable": 1}
+
+
+@pytest.mark.parametrize(
+    ("surge", "unavailable", "replicas", "resolved"),
+    [
+        ("25%", "25%", 4, (1, 1)),
+        ("25%", "25%", 3, (1, 0)),   # maxSurge rounds up, maxUnavailable down
+        ("0%", "0%", 10, (0, 1)),    # both zero: one unavailable (ResolveFenceposts)
+        (0, "10%", 5, (0, 1)),       # 10% of 5 rounds down to 0, then the same fencepost
+        (2, "50%", 3, (2, 1)),
+        (1, 5, 3, (1, 3)),           # never more unavailable than replicas (MaxUnavailable)
+    ],
+)
+def test_percentages_resolve_as_the_deployment_controller_resolves_them(
+    surge: Any, unavailable: Any, replicas: int, resolved: tuple[int, int]
+) -> None:
+    assert rollout.resolve(surge, unavailable, replicas) == resolved
+
+
+SPREAD_SAFE = {"placement": {"podAntiAffinity": {"spread": "required"}}, "rollout": {"mode": "safe"}}
+
+
+def test_author_values_that_can_never_finish_with_the_added_spread_are_replaced_and_said_so() -> None:
+    # 10% of 3 replicas resolves to 0 unavailable; with required spread and no spare node
+    # known, the surge pod never schedules and no old pod is ever removed.
+    obj = deployment(replicas=3, strategy={"type": "RollingUpdate",
+                                           "rollingUpdate": {"maxSurge": 1, "maxUnavailable": "10%"}})
+    result = apply(obj, make_policy(**SPREAD_SAFE))
+    assert rolling(obj) == {"maxSurge": 0, "maxUnavailable": 1}
+    assert any("the author's maxSurge 1, maxUnavailable 10% could never finish" in w for w in result.warnings)
+
+
+def test_a_default_surge_gives_way_before_an_authors_unavailable() -> None:
+    # maxSurge 25% is the API default, not a choice; with it at 0, 10% of 3 resolves to 0 and
+    # the controller's fencepost makes it 1 unavailable: the author's 10% can stay.
+    obj = deployment(replicas=3, strategy={"type": "RollingUpdate",
+                                           "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "10%"}})
+    result = apply(obj, make_policy(**SPREAD_SAFE))
+    assert rolling(obj) == {"maxSurge": 0, "maxUnavailable": "10%"}
+    assert not any("could never finish" in w for w in result.warnings)
+
+
+def test_author_values_that_can_finish_are_kept_even_with_the_added_spread() -> None:
+    obj = deployment(replicas=3, strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "50%"}})
+    result = apply(obj, make_policy(**SPREAD_SAFE))
+    assert rolling(obj) == {"maxSurge": 0, "maxUnavailable": "50%"}
+    assert [w for w in result.warnings if "rollout:" in w] == [
+        "p: rollout: maxSurge 0, maxUnavailable 50% (required self anti-affinity, no cluster view; "
+        "as written: maxUnavailable)"
+    ]
+
+
+def test_an_author_surge_is_kept_when_only_our_value_has_to_give_way() -> None:
+    # The author chose maxSurge 2; a surge alone cannot finish here, so maxUnavailable (ours)
+    # becomes 1 and the author's surge stays.
+    obj = deployment(replicas=3, strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 2}})
+    apply(obj, make_policy(**SPREAD_SAFE))
+    assert rolling(obj) == {"maxSurge": 2, "maxUnavailable": 1}
+
+
+def test_values_an_earlier_admission_wrote_are_replaced_once_the_spare_node_is_gone() -> None:
+    # maxSurge 1 / maxUnavailable 0 was right at creation, with a spare node; now there is none.
+    pod = {"containers": [{"name": "app", "image": "nginx"}], "affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
+    obj = deployment(replicas=2, pod_spec=pod, strategy={"type": "RollingUpdate",
+                                                          "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+    two_nodes = StaticClusterView(nodes=[node("a", **{"kubernetes.io/hostname": "a"}),
+                                         node("b", **{"kubernetes.io/hostname": "b"})])
+    result = apply(obj, make_policy(**SPREAD_SAFE), two_nodes)
+    assert rolling(obj) == {"maxSurge": 0, "maxUnavailable": 1}
+    assert any("could never finish" in w for w in result.warnings)

@@ -2,6 +2,7 @@
 (order, audit mode, failures, settling, the applied annotation) apart from engine semantics."""
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from webhook.engine import admission, placement
@@ -11,7 +12,7 @@ from webhook.kube.nodes import term_matches
 from webhook.policy.policyset import Policy
 
 
-def fake_apply(obj: dict[str, Any], *, policy: Policy, target: Target, cluster: Any) -> placement.Applied:
+def fake_apply(obj: dict[str, Any], *, policy: Policy, target: Target, cluster: Any, **_: Any) -> placement.Applied:
     """Sets the policy's ``placement.nodeSelector`` keys that the pod spec lacks.
 
     ``nodeSelector: {fail: placement}`` edits the object and then raises PlacementError;
@@ -43,11 +44,15 @@ def _pod_spec(obj: dict[str, Any], target: Target) -> dict[str, Any]:
 FAKE = admission.Steps(apply=fake_apply)
 
 
-def apply(obj: dict[str, Any], policy: Policy, cluster: Any = None) -> placement.Applied:
-    """The real engine: one policy onto ``obj``, in place."""
+def apply(
+    obj: dict[str, Any], policy: Policy, cluster: Any = None, *, original: dict[str, Any] | None = None
+) -> placement.Applied:
+    """The real engine: one policy onto ``obj``, in place. ``original`` is the object as the
+    request carried it (default: ``obj`` as it is now), as admission passes it."""
     target = BUILTIN.for_object(obj)
     assert target is not None, obj.get("kind")
-    return placement.apply_policy(obj, policy=policy, target=target, cluster=cluster)
+    before = copy.deepcopy(obj) if original is None else original
+    return placement.apply_policy(obj, policy=policy, target=target, cluster=cluster, original=before)
 
 
 def preferred_score(prefs: list[dict[str, Any]], node: dict[str, Any]) -> int:

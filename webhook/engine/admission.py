@@ -234,7 +234,10 @@ class _Run:
         self.original: dict[str, Any] = request.object
         # Built when a policy first runs: most reviews match no policy and need no copy.
         self._working: dict[str, Any] | None = None
+        # What this pass had to say; a settling pass repeats what still holds, so only the
+        # last pass's warnings are the answer (an earlier pass's decision may be superseded).
         self.warnings: list[str] = []
+        self.failures: list[str] = []  # policies left out, in any pass: said once, kept
         self.applied: list[Policy] = []  # every application that changed the object, in order
         self.audited: set[str] = set()
         self.failed: set[str] = set()
@@ -252,6 +255,7 @@ class _Run:
         the last changing pass is the answer, so a settled object is diffed only once.
         """
         self.changed_in_pass = []
+        self.warnings = []
         for policy in candidates:
             if policy.name not in self.failed:
                 self.consider(policy)
@@ -301,13 +305,13 @@ class _Run:
             self._enforce(policy)
 
     def _apply(self, obj: dict[str, Any], policy: Policy) -> placement.Applied:
-        return self.steps.apply(obj, policy=policy, target=self.target, cluster=self.cluster)
+        return self.steps.apply(obj, policy=policy, target=self.target, cluster=self.cluster, original=self.original)
 
     def _enforce(self, policy: Policy) -> None:
         try:
             result = self._apply(self.working, policy)
         except PlacementError as exc:
-            self.warnings.append(f"{policy.name}: not applied: {exc}")
+            self.failures.append(f"{policy.name}: not applied: {exc}")
             self.failed.add(policy.name)
             self._replay()
             return
@@ -346,7 +350,7 @@ class _Run:
         return Outcome(
             object=self.working if patch else self.original,
             patch=patch,
-            warnings=clip_all(self.warnings),
+            warnings=clip_all([*self.failures, *self.warnings]),
             applied=names,
             audited=sorted(self.audited),
             failed=sorted(self.failed),
@@ -361,7 +365,7 @@ class _Run:
         return Outcome(
             object=self.original,
             patch=[],
-            warnings=clip_all([*self.warnings, text]),
+            warnings=clip_all([*self.failures, *self.warnings, text]),
             failed=sorted(self.failed),
             result="error",
             error=text,

@@ -6,8 +6,9 @@ container that reports into the same ``Report``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from webhook.cluster.view import ClusterView
@@ -37,10 +38,13 @@ class Context:
     cluster: ClusterView | None = None  # None: no view of the cluster (checks are skipped)
     report: Report = field(default_factory=Report)
     where: str = ""  # dotted location of the container being written, for messages
+    # The object as the request carried it: what its author (or an earlier admission) wrote,
+    # as opposed to what policies wrote during this one. None: the object itself.
+    original: Mapping[str, Any] | None = None
 
     def at(self, where: str) -> Context:
         """The same application, writing at ``where``."""
-        return Context(self.mode, self.cluster, self.report, where)
+        return Context(self.mode, self.cluster, self.report, where, self.original)
 
     def warn(self, message: str) -> None:
         self.report.warnings.append(message)

@@ -40,14 +40,19 @@ class Applied:
 
 
 def apply_policy(
-    obj: dict[str, Any], *, policy: Policy, target: Target, cluster: ClusterView | None
+    obj: dict[str, Any],
+    *,
+    policy: Policy,
+    target: Target,
+    cluster: ClusterView | None,
+    original: Mapping[str, Any] | None = None,
 ) -> Applied:
     """Apply ``policy`` to ``obj`` in place. Raises ``PlacementError`` when the policy
     cannot be applied to this object; the caller then discards the working copy."""
     compiled = fragments.compiled(policy)
     if compiled.error:
         raise PlacementError(compiled.error)
-    ctx = Context(policy.on_conflict, cluster)
+    ctx = Context(policy.on_conflict, cluster, original=original)
     if target.native == "wukong":
         wukong.apply(obj, policy=policy, compiled=compiled, ctx=ctx)
     elif target.pod_spec is None:

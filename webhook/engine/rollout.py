@@ -13,11 +13,13 @@ rules in order:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 from webhook.cluster.view import ClusterView
-from webhook.engine.context import KEEP, MERGE, REPLACE, Context
+from webhook.engine.context import KEEP, REPLACE, Context
 from webhook.engine.merge import ensure, mapping, scalar
 from webhook.kube import selectors
 from webhook.kube.kinds import Target
@@ -165,47 +167,108 @@ def apply(
         # The API server omits a zero minReadySeconds, so in a review "absent" covers the
         # default; a 0 written in a manifest is a choice like any other value.
         scalar(parent, "minReadySeconds", rollout["minReadySeconds"], ctx)
-    if ctx.mode == KEEP and _user_set(strategy):
-        return
-    if rollout.get("mode", "safe") == "safe":
-        meta = obj.get("metadata") or {}
-        decision = decide(
-            pod_spec=pod_spec,
-            labels=labels,
-            namespace=meta.get("namespace"),
-            replicas=replicas_of(obj, target),
-            cluster=ctx.cluster,
-        )
-        decision = safe_values(decision, rollout)
-        wanted = {"maxSurge": decision.max_surge, "maxUnavailable": decision.max_unavailable}
-        ctx.warn(f"rollout: maxSurge {decision.max_surge}, maxUnavailable {decision.max_unavailable}"
-                    f" ({decision.reason})")
-    else:
-        wanted = {k: rollout[k] for k in ("maxSurge", "maxUnavailable") if rollout.get(k) is not None}
-    _write(parent, target.rollout[-1], strategy, wanted, ctx)
-
-
-def _write(
-    parent: dict[str, Any],
-    key: str,
-    strategy: dict[str, Any] | None,
-    wanted: Mapping[str, Any],
-    ctx: Context,
-) -> None:
     current = dict((strategy or {}).get("rollingUpdate") or {})
+    if rollout.get("mode", "safe") != "safe":
+        wanted = {k: rollout[k] for k in ("maxSurge", "maxUnavailable") if rollout.get(k) is not None}
+        if not (ctx.mode == KEEP and _user_set(strategy)):
+            _write(parent, target.rollout[-1], current, _combined(current, wanted, ctx), ctx)
+        return
+    meta = obj.get("metadata") or {}
+    replicas = replicas_of(obj, target)
+    decision = decide(pod_spec=pod_spec, labels=labels, namespace=meta.get("namespace"), replicas=replicas,
+                      cluster=ctx.cluster)
+    wanted = {"maxSurge": (d := safe_values(decision, rollout)).max_surge, "maxUnavailable": d.max_unavailable}
+    if ctx.mode == KEEP and _user_set(strategy):
+        if not can_finish(current, replicas=replicas, decision=decision):
+            ctx.warn(f"rollout: the strategy kept by onConflict keep can never finish ({decision.reason})")
+        return
+    authored = _authored(ctx.original, target)
+    # The author's values are the base in every pass: a value this admission wrote in an
+    # earlier pass (perhaps over the author's, as never finishing) is not a choice to keep.
+    result = _combined({**current, **authored}, wanted, ctx)
+    if not can_finish(result, replicas=replicas, decision=decision):
+        result = _finishing(result, authored, decision, replicas, ctx)
+    kept = sorted(k for k, v in authored.items() if result.get(k) == v)
+    note = f"; as written: {', '.join(kept)}" if kept else ""
+    ctx.warn(f"rollout: {_shown(result)} ({decision.reason}{note})")
+    _write(parent, target.rollout[-1], current, result, ctx)
+
+
+def _authored(original: Mapping[str, Any] | None, target: Target) -> dict[str, Any]:
+    """The rolling-update values the object carried when admission began, but for the API
+    defaults: what its author wrote, or an earlier admission did."""
+    ru = get_path(original, (*(target.rollout or ()), "rollingUpdate")) if original is not None else None
+    return {k: v for k, v in (ru or {}).items() if k in ("maxSurge", "maxUnavailable") and v != API_DEFAULT}
+
+
+def _finishing(
+    result: dict[str, Any], authored: Mapping[str, Any], decision: Decision, replicas: int, ctx: Context
+) -> dict[str, Any]:
+    """Values that can finish, changing as little of what the author wrote as possible: first
+    only the values policies wrote (to rule 3's), then, when the author's own can never finish
+    with the required anti-affinity and no spare domain known, the author's too, with a warning."""
+    fallback = {"maxSurge": decision.max_surge, "maxUnavailable": decision.max_unavailable}
+    ours = {**result, **{k: v for k, v in fallback.items() if k not in authored}}
+    both_zero = _is_zero(ours.get("maxSurge", API_DEFAULT)) and _is_zero(ours.get("maxUnavailable", API_DEFAULT))
+    if not both_zero and can_finish(ours, replicas=replicas, decision=decision):
+        return ours
+    ctx.warn(f"rollout: the author's {_shown({**result, **authored})} could never finish with required self "
+             "anti-affinity and no spare domain known: replaced")
+    return fallback
+
+
+def _shown(values: Mapping[str, Any]) -> str:
+    return f"maxSurge {values.get('maxSurge', API_DEFAULT)}, maxUnavailable {values.get('maxUnavailable', API_DEFAULT)}"
+
+
+def _combined(current: Mapping[str, Any], wanted: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+    """The rolling-update values after a policy: ``wanted`` over absent values and the API
+    defaults, and over everything under ``replace``; anything else someone wrote stays."""
     result = dict(current)
     for name, value in wanted.items():
         have = current.get(name)
         if ctx.mode == REPLACE or have is None or have == API_DEFAULT:
             result[name] = value
-        elif have != value and ctx.mode == MERGE:
-            ctx.warn(f"rollout: {name} {have} kept (a user's choice)")
-    surge, unavailable = result.get("maxSurge", API_DEFAULT), result.get("maxUnavailable", API_DEFAULT)
-    if _is_zero(surge) and _is_zero(unavailable):
-        # The API rejects both zero; the user's value stays and ours gives way.
+    return result
+
+
+def resolve(max_surge: Any, max_unavailable: Any, replicas: int) -> tuple[int, int]:
+    """maxSurge and maxUnavailable as the Deployment controller resolves them
+    (``ResolveFenceposts``, ``MaxUnavailable`` in pkg/controller/deployment/util): a percentage
+    of the replicas, maxSurge rounded up and maxUnavailable down; both zero means one
+    unavailable; maxUnavailable never more than the replicas."""
+    surge = _scaled(max_surge, replicas, round_up=True)
+    unavailable = _scaled(max_unavailable, replicas, round_up=False)
+    if surge == 0 and unavailable == 0:
+        unavailable = 1
+    return surge, min(unavailable, replicas)
+
+
+def _scaled(value: Any, total: int, *, round_up: bool) -> int:
+    """``intstr.GetScaledValueFromIntOrPercent``: an int as it is, "N%" of ``total``."""
+    if isinstance(value, str) and value.endswith("%"):
+        share = Fraction(int(value[:-1]) * total, 100)
+        return math.ceil(share) if round_up else math.floor(share)
+    return int(value)
+
+
+def can_finish(values: Mapping[str, Any], *, replicas: int, decision: Decision) -> bool:
+    """Whether a rolling update with these values can finish. Without required self
+    anti-affinity (rule 1), or with a spare domain known (rule 2), a surge pod schedules.
+    Otherwise only removing an old pod frees a domain, which maxUnavailable resolving to 0
+    never allows: the surge pod stays Pending and the rollout is stuck."""
+    if decision.rule in (1, 2) or replicas == 0:
+        return True
+    surge, unavailable = resolve(values.get("maxSurge", API_DEFAULT), values.get("maxUnavailable", API_DEFAULT), replicas)
+    return unavailable > 0
+
+
+def _write(parent: dict[str, Any], key: str, current: Mapping[str, Any], result: Mapping[str, Any], ctx: Context) -> None:
+    if _is_zero(result.get("maxSurge", API_DEFAULT)) and _is_zero(result.get("maxUnavailable", API_DEFAULT)):
+        # The API rejects both zero (ValidateRollingUpdateDeployment); the object stays as it is.
         ctx.warn("rollout: left as is, maxSurge and maxUnavailable would both be 0")
         return
-    if result == current:
+    if dict(result) == dict(current):
         return
     ensure(ensure(parent, key), "rollingUpdate").update(result)
     ctx.changed()
