@@ -55,14 +55,32 @@ def test_scheduling_scalars_go_to_the_scheduling_policy() -> None:
     cluster = StaticClusterView(priority_classes={"vip": {"value": 5, "preemptionPolicy": "Never"}})
     apply(obj, make_policy(scheduling={"priorityClassName": "vip", "schedulerName": "wukong-scheduler",
                                        "preemptionPolicy": "Never"}), cluster)
+    # Wukong has no priorityClassName: the class's integer value goes to schedulingPolicy.priority.
     assert obj["spec"]["scheduling"] == {"schedulingPolicy": {
-        "priorityClassName": "vip", "schedulerName": "wukong-scheduler", "preemptionPolicy": "Never"}}
+        "schedulerName": "wukong-scheduler", "preemptionPolicy": "Never", "priority": 5}}
 
 
-def test_spread_sets_the_legacy_high_availability_pair() -> None:
+@pytest.mark.parametrize("cluster", [None, StaticClusterView(priority_classes={})], ids=["no view", "unknown class"])
+def test_a_class_whose_value_is_unknown_writes_nothing_and_says_why(cluster: Any) -> None:
+    obj = wukong()
+    result = apply(obj, make_policy(scheduling={"priorityClassName": "vip"}), cluster)
+    assert "scheduling" not in obj["spec"]
+    assert any(w.startswith("p: priority of vip not written: Wukong has no priorityClassName") for w in result.warnings)
+
+
+def test_the_authors_priority_and_rules_are_never_removed() -> None:
+    obj = wukong({"scheduling": {"schedulingPolicy": {"priority": 7, "rules": [{"name": "r1"}]}}})
+    cluster = StaticClusterView(priority_classes={"vip": {"value": 5}})
+    result = apply(obj, make_policy(scheduling={"priorityClassName": "vip", "schedulerName": "s"}), cluster)
+    assert obj["spec"]["scheduling"]["schedulingPolicy"] == {"priority": 7, "rules": [{"name": "r1"}], "schedulerName": "s"}
+    assert "p: priority 7 kept (the author's; vip has 5)" in result.warnings
+
+
+def test_spread_sets_the_legacy_anti_affinity_switch_and_nothing_else() -> None:
     obj = wukong()
     apply(obj, make_policy(placement={"podAntiAffinity": {"spread": "required"}}))
-    assert obj["spec"]["highAvailability"] == {"antiAffinity": True, "nodeSelector": "kubernetes.io/hostname"}
+    # highAvailability.nodeSelector is a map of labels, never a topology key string.
+    assert obj["spec"]["highAvailability"] == {"antiAffinity": True}
     assert "scheduling" not in obj["spec"]
 
 
@@ -73,13 +91,13 @@ def test_an_explicit_false_anti_affinity_is_a_users_choice() -> None:
     assert "p: antiAffinity False kept (policy wants True)" in result.warnings
 
 
-def test_node_selector_and_capacity_become_required_and_preferred_requirements() -> None:
+def test_node_selector_goes_to_the_legacy_map_and_capacity_to_node_affinity() -> None:
     obj = wukong()
     apply(obj, make_policy(placement={"nodeSelector": {"disk": "ssd"},
                                       "capacity": {"prefer": "spot", "require": "on-demand", "provider": "gke"}}))
+    assert obj["spec"]["highAvailability"] == {"nodeSelector": {"disk": "ssd"}}
     affinity = obj["spec"]["scheduling"]["nodeAffinity"]
     assert affinity["required"] == [{"matchExpressions": [
-        {"key": "disk", "operator": "In", "values": ["ssd"]},
         {"key": "cloud.google.com/gke-spot", "operator": "DoesNotExist"}]}]
     assert affinity["preferred"] == [{"weight": 50, "preference": {"matchExpressions": [
         {"key": "cloud.google.com/gke-spot", "operator": "In", "values": ["true"]}]}}]
@@ -137,3 +155,10 @@ def test_nothing_is_created_when_the_policy_adds_nothing_wukong_has() -> None:
     result = apply(obj, make_policy(placement={"tolerations": [{"key": "a", "operator": "Exists"}]}))
     assert obj == wukong()
     assert result.changed is False
+
+
+def test_the_legacy_node_selector_map_is_merged_key_by_key_and_keeps_other_keys() -> None:
+    obj = wukong({"highAvailability": {"nodeSelector": {"rack": "r1", "disk": "hdd"}}})
+    result = apply(obj, make_policy(placement={"nodeSelector": {"disk": "ssd", "zone": "a"}}))
+    assert obj["spec"]["highAvailability"]["nodeSelector"] == {"rack": "r1", "disk": "hdd", "zone": "a"}
+    assert "p: nodeSelector disk=hdd kept (policy wants ssd)" in result.warnings

@@ -9,22 +9,23 @@ spec:
     nodeAntiAffinity: {required: [NodeSelectorTerm], preferred: [{weight, preference}]}
     resourceAffinity: {preferredCPU: {weight, threshold}, preferredMemory: ...,
                        preferredStorage: ..., requiredResources: [{resourceType, minAvailable}]}
-    schedulingPolicy: {schedulerName, preemptionPolicy, priorityClassName}
+    schedulingPolicy: {schedulerName, priority, preemptionPolicy}
   highAvailability:
     antiAffinity: true
-    nodeSelector: kubernetes.io/hostname     # the topology key replicas are spread over
+    nodeSelector: {disk: ssd}                # map[string]string, the legacy node selector
 ```
 
 Mapping decisions:
 - ``nodeAntiAffinity`` is native, so the policy's anti terms are written as they are (no
   negation); Wukong avoids nodes matching any required term, so adding terms is additive.
 - ``resources`` are native too (``resourceAffinity``), not compiled to label terms.
-- ``nodeSelector`` and ``capacity`` become requirements of ``nodeAffinity`` (``k In [v]``):
-  Wukong has no nodeSelector of its own.
-- ``priorityClassName`` goes with the other scheduling scalars in ``schedulingPolicy``,
-  where Wukong's controller copies it to the pods it runs; the preemptionPolicy rule of
-  for pods applies here too, since those pods meet the same Priority admission plugin.
-- spread (required or preferred) sets the legacy ``highAvailability`` pair.
+- ``nodeSelector`` goes into the legacy ``highAvailability.nodeSelector``, a map of label to
+  value, merged key by key; ``capacity`` becomes a requirement of ``nodeAffinity``.
+- Wukong has no ``priorityClassName``: the class's integer value is written to
+  ``schedulingPolicy.priority`` when the cluster view knows the class and the object has no
+  priority of its own; otherwise nothing is written and a warning says why. The author's
+  ``priority``, ``rules`` and any field the engine does not own are never removed.
+- spread (required or preferred) sets the legacy ``highAvailability.antiAffinity: true``.
 - tolerations, pod affinity, advanced anti-affinity terms and rollout have no Wukong
   equivalent: they are skipped with a warning.
 """
@@ -55,6 +56,7 @@ class Native:
     anti_required: list[Term] = field(default_factory=list)
     anti_preferred: list[Term] = field(default_factory=list)
     resources: Mapping[str, Any] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
     unsupported: tuple[str, ...] = ()
 
 
@@ -70,10 +72,6 @@ def _compile(placement: Mapping[str, Any]) -> Native:
     affinity = placement.get("nodeAffinity") or {}
     if affinity.get("required"):
         groups.append([fragments.copy_json(t) for t in affinity["required"]])
-    selector = placement.get("nodeSelector") or {}
-    if selector:
-        exprs = [{"key": k, "operator": "In", "values": [str(v)]} for k, v in selector.items()]
-        groups.append([{"matchExpressions": exprs}])
     capacity = placement.get("capacity") or {}
     prov = fragments.provider(capacity) if capacity else {}
     if capacity.get("require"):
@@ -89,6 +87,7 @@ def _compile(placement: Mapping[str, Any]) -> Native:
         anti_required=[fragments.copy_json(t) for t in anti.get("required") or ()],
         anti_preferred=[fragments.copy_json(t) for t in anti.get("preferred") or ()],
         resources=fragments.copy_json(dict(placement.get("resources") or {})),
+        node_selector={str(k): str(v) for k, v in (placement.get("nodeSelector") or {}).items()},
         unsupported=_unsupported(placement, prov),
     )
 
@@ -129,13 +128,34 @@ def apply(
     if compiled.scheduling:
         block = merge.mapping(scheduling, "schedulingPolicy", where="spec.scheduling")
         fresh = block if block is not None else {}
-        scheduling_rules.apply(fresh, compiled.scheduling, ctx)
+        _scheduling_policy(fresh, compiled.scheduling, ctx=ctx)
         if block is None and fresh:
             scheduling["schedulingPolicy"] = fresh
     if existing is None and scheduling:
         spec["scheduling"] = scheduling
-    if compiled.spread is not None:
-        _high_availability(spec, compiled.spread, ctx=ctx)
+    if compiled.spread is not None or parts.node_selector:
+        _high_availability(spec, spread=compiled.spread is not None, node_selector=parts.node_selector, ctx=ctx)
+
+
+def _scheduling_policy(block: dict[str, Any], wanted: Mapping[str, str], *, ctx: Context) -> None:
+    """schedulerName, preemptionPolicy and, for a priorityClassName, the class's value."""
+    if wanted.get("schedulerName") is not None:
+        merge.scalar(block, "schedulerName", wanted["schedulerName"], ctx, defaults=(scheduling_rules.DEFAULT_SCHEDULER,))
+    if wanted.get("preemptionPolicy") is not None:
+        merge.scalar(block, "preemptionPolicy", wanted["preemptionPolicy"], ctx)
+    name = wanted.get("priorityClassName")
+    if name is None:
+        return
+    cls = scheduling_rules.class_of(name, ctx.cluster)
+    if cls is None or not isinstance(cls.get("value"), int):
+        why = "no cluster view" if ctx.cluster is None else f"PriorityClass {name} not known"
+        ctx.warn(f"priority of {name} not written: Wukong has no priorityClassName and {why}")
+        return
+    if block.get("priority") is not None and ctx.mode != REPLACE:
+        if block["priority"] != cls["value"]:
+            ctx.warn(f"priority {block['priority']} kept (the author's; {name} has {cls['value']})")
+        return
+    merge.scalar(block, "priority", cls["value"], ctx)
 
 
 def _node_affinity(scheduling: dict[str, Any], parts: Native, *, ctx: Context) -> None:
@@ -216,12 +236,16 @@ def _resources(scheduling: dict[str, Any], resources: Mapping[str, Any], *, ctx:
     _append(current, "requiredResources", required, merge.canonical, ctx, merge.key_bucket)
 
 
-def _high_availability(spec: dict[str, Any], spread: fragments.Spread, *, ctx: Context) -> None:
+def _high_availability(spec: dict[str, Any], *, spread: bool, node_selector: Mapping[str, str], ctx: Context) -> None:
+    """The legacy pair: ``antiAffinity: true`` for spread, and ``nodeSelector``, a map of
+    label to value merged key by key (an existing value is kept, as for a pod's nodeSelector)."""
     current = merge.mapping(spec, "highAvailability", where="spec")
     if ctx.mode == KEEP and current:
         return
     block = current if current is not None else {}
-    merge.scalar(block, "antiAffinity", True, ctx)
-    merge.scalar(block, "nodeSelector", spread.topology_key, ctx)
+    if spread:
+        merge.scalar(block, "antiAffinity", True, ctx)
+    if node_selector:
+        merge.node_selector(block, node_selector, ctx.at("spec.highAvailability"))
     if current is None and block:
         spec["highAvailability"] = block
