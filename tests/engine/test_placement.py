@@ -361,3 +361,8 @@ def test_match_label_keys_the_workload_selector_already_has_are_left_out_with_a_
     assert term["labelSelector"] == {"matchLabels": {"app": "web"}}
     assert term["matchLabelKeys"] == ["track"]
     assert any("matchLabelKeys app left out" in w for w in out.warnings)
+
+
+def test_without_a_cluster_view_required_spread_says_its_domains_were_not_counted() -> None:
+    out = apply(deployment(), make_policy(placement={"podAntiAffinity": {"spread": "required"}}))
+    assert "p: required spread: kubernetes.io/hostname domains not counted: no cluster view" in out.warnings

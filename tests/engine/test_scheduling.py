@@ -125,3 +125,10 @@ def test_whatever_the_engine_writes_the_priority_plugin_admits(
     apply(obj, policy(scheduling=scheduling, on_conflict=mode), VIEW if with_view else None)
     if admit_pod(before, classes) is None:  # an admissible input must stay admissible
         assert admit_pod(pod_spec, classes) is None, (before, pod_spec)
+
+
+def test_without_a_cluster_view_the_class_check_says_it_was_skipped() -> None:
+    out = apply(deployment(), policy(scheduling={"priorityClassName": "high"}), None)
+    assert "p: PriorityClass high not checked: no cluster view" in out.warnings
+    out = apply(deployment(), policy(scheduling={"priorityClassName": "gold"}), VIEW)
+    assert "p: PriorityClass gold does not exist in the cluster" in out.warnings

@@ -132,6 +132,7 @@ def _anti_affinity(
 def _check_domains(obj: Mapping[str, Any], pod_spec: Mapping[str, Any], *, topology_key: str, ctx: Context) -> None:
     """Required spread over fewer eligible domains than replicas leaves pods Pending: warn."""
     if ctx.cluster is None:
+        ctx.warn(f"required spread: {topology_key} domains not counted: no cluster view")
         return
     replicas = (obj.get("spec") or {}).get("replicas")
     replicas = replicas if isinstance(replicas, int) else 1

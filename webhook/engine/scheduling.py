@@ -57,7 +57,9 @@ def class_of(name: str, cluster: ClusterView | None) -> Mapping[str, Any] | None
 
 def _priority_class(container: dict[str, Any], name: str, ctx: Context, *, defaulted: bool) -> None:
     cls = class_of(name, ctx.cluster)
-    if ctx.cluster is not None and cls is None:
+    if ctx.cluster is None:
+        ctx.warn(f"PriorityClass {name} not checked: no cluster view")
+    elif cls is None:
         ctx.warn(f"PriorityClass {name} does not exist in the cluster")
     current = container.get("priorityClassName")
     would_write = current != name and (ctx.mode == REPLACE or current is None)
