@@ -33,7 +33,7 @@ def handler(loads: Callable[[bytes], Any], dumps: Callable[[Any], bytes]) -> Cal
 
 def codecs(name: str) -> tuple[Callable[[bytes], Any], Callable[[Any], bytes]]:
     if name == "codec":
-        from webhook.engine import codec
+        from webhook import codec
 
         return codec.loads, codec.dumps
     return json.loads, lambda value: json.dumps(value).encode()

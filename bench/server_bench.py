@@ -50,7 +50,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: the checkout's webhook and bench packages
 
 from bench.engine_bench import policy_yaml, typical_deployment
-
 from webhook.server import certs
 
 

@@ -10,8 +10,8 @@ import jsonpatch
 import pytest
 import yaml
 
-from webhook import ANNOTATION_APPLIED
-from webhook.engine import admission, codec, patching, review
+from webhook import ANNOTATION_APPLIED, codec
+from webhook.engine import admission, patching, review
 from webhook.files import documents
 from webhook.policy import loader
 from webhook.policy.policyset import PolicySet

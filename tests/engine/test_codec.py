@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.engine import codec, patching
+from webhook import codec
+from webhook.engine import patching
 
 # JSON values with integers far beyond 64 bits and strings of any valid code point (lone
 # surrogates, which hypothesis does not draw, have their own cases below).

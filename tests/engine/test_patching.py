@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.engine import codec, patching
+from webhook import codec
+from webhook.engine import patching
 
 
 def test_identical_objects_give_an_empty_patch() -> None:

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from tests.kit.reviews import admission_review
-from webhook.engine import codec, review
+from webhook import codec
+from webhook.engine import review
 
 V1, V1BETA1 = "admission.k8s.io/v1", "admission.k8s.io/v1beta1"
 

@@ -6,8 +6,7 @@ import pytest
 from tests.kit.fakeapi.disruption import scaled
 from tests.kit.fakeapi.errors import ApiError
 from tests.kit.fakeapi.patch import MERGE_KEYS, merge_patch, strategic_merge
-from tests.kit.fakeapi.selectors import (SelectorError, label_selector_reqs, labels_match, parse_fields,
-                                         parse_labels)
+from tests.kit.fakeapi.selectors import SelectorError, label_selector_reqs, labels_match, parse_fields, parse_labels
 
 
 @pytest.mark.parametrize(("selector", "labels", "matches"), [

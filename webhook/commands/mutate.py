@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
+from webhook import codec
 from webhook.commands import common
-from webhook.engine import codec, review
+from webhook.engine import review
 from webhook.exitcodes import Exit
 from webhook.files import walk
 from webhook.kube import objects

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.engine import codec
+from webhook import codec
 from webhook.kube.kinds import split_api_version
 from webhook.kube.objects import meta
 from webhook.kube.warnings import clip_all

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from webhook.engine import codec
+from webhook import codec
 
 LEVELS = ("debug", "info", "warning", "error")
 
