@@ -1,0 +1,195 @@
+"""A small async Kubernetes API client on ``aiohttp``: GET, paginated LIST, WATCH and /version.
+
+Only what the informers need, speaking the API's JSON wire format as client-go's REST client
+does: Status bodies become ``ApiError`` (``errors.FromObject``), 410 / reason Expired becomes
+``Expired`` (``apierrors.IsResourceExpired || IsGone``, the reflector's ``isExpiredError``),
+LIST pages follow ``metadata.continue`` (``tools/pager``), WATCH is read as newline-delimited
+JSON events (``watch.StreamWatcher`` over the JSON framer).
+"""
+from __future__ import annotations
+
+import re
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+
+from webhook import codec
+
+from .config import ClusterConfig
+
+USER_AGENT = "placement-webhook/cluster"
+PAGE_SIZE = 500  # tools/pager defaultPageSize
+MAX_LINE = 64 * 1024 * 1024  # one watch event; a Node with many images is a few hundred KiB
+
+
+class ApiError(Exception):
+    """A non-2xx answer (or a watch ERROR event) with the Status's reason and message."""
+
+    def __init__(self, status: int, reason: str = "", message: str = "") -> None:
+        super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+class Expired(ApiError):
+    """410 Gone / reason Expired: the resourceVersion or continue token is too old; relist."""
+
+
+def error_from_status(status: int, body: Any, fallback: str = "") -> ApiError:
+    """apierrors.FromObject: a Status body to an error (Expired for 410 or reason Expired)."""
+    if isinstance(body, Mapping) and body.get("kind") == "Status":
+        code = int(body.get("code") or status)
+        reason, message = str(body.get("reason") or ""), str(body.get("message") or "")
+    else:
+        code, reason, message = status, "", fallback
+    cls = Expired if code == 410 or reason in ("Expired", "Gone") else ApiError
+    return cls(code, reason, message)
+
+
+class Client:
+    """API requests for one ``ClusterConfig``; owns its ``aiohttp.ClientSession`` unless given one.
+
+    ``request_timeout`` bounds every non-watch request; watches are bounded by the server's
+    ``timeoutSeconds`` plus ``watch_grace`` of silence, so a connection that dies without a
+    reset (a partition) cannot leave an informer waiting forever.
+    """
+
+    def __init__(self, config: ClusterConfig, *, session: aiohttp.ClientSession | None = None,
+                 request_timeout: float = 30.0, watch_grace: float = 30.0) -> None:
+        self.config = config
+        self.request_timeout = request_timeout
+        self.watch_grace = watch_grace
+        self._session = session
+        self._own_session = session is None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(ssl=self.config.ssl_context if self.config.ssl_context else False)
+            self._session = aiohttp.ClientSession(connector=connector)
+            self._own_session = True
+        return self._session
+
+    async def close(self) -> None:
+        if self._own_session and self._session is not None:
+            await self._session.close()
+        self._session = None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        token = self.config.token()
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    def _ssl(self) -> ssl.SSLContext | bool:
+        return self.config.ssl_context if self.config.ssl_context is not None else False
+
+    async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """GET ``path`` and decode the JSON object; non-2xx raises ``ApiError``."""
+        timeout = aiohttp.ClientTimeout(total=self.request_timeout)
+        async with self.session.get(self.config.host + path, params=dict(params or {}), headers=self._headers(),
+                                    timeout=timeout, ssl=self._ssl(),
+                                    server_hostname=self.config.server_hostname) as resp:
+            body = await resp.read()
+            if resp.status >= 300:
+                raise _error(resp.status, body)
+        value = codec.loads(body)
+        if not isinstance(value, dict):
+            raise ApiError(resp.status, "", f"GET {path}: expected a JSON object")
+        return value
+
+    async def list_pages(self, path: str, params: Mapping[str, str] | None = None,
+                         limit: int = PAGE_SIZE) -> AsyncIterator[dict[str, Any]]:
+        """LIST in pages of ``limit``, following ``metadata.continue`` (client-go tools/pager).
+
+        An expired continue token is 410 Expired and raises ``Expired``: the caller restarts the
+        list from scratch (the pager's full-list fallback would not be a consistent snapshot).
+        """
+        query = dict(params or {})
+        if limit:
+            query["limit"] = str(limit)
+        while True:
+            page = await self.get(path, query)
+            yield page
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return
+            # The apiserver forbids resourceVersion together with continue (ValidateListOptions).
+            query = {k: v for k, v in query.items() if k not in ("resourceVersion", "resourceVersionMatch")}
+            query["continue"] = token
+
+    async def watch(self, path: str, resource_version: str, *, allow_bookmarks: bool = True,
+                    timeout_seconds: int = 300) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """WATCH from ``resource_version``: ``(type, object)`` per event until the stream ends.
+
+        ERROR events become exceptions (``Expired`` for 410), as the reflector's watchHandler
+        turns them into errors with ``apierrors.FromObject``. A stream cut mid-event raises
+        ``aiohttp.ClientPayloadError`` (or a connection error) to the caller.
+        """
+        params = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(timeout_seconds)}
+        if allow_bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.request_timeout,
+                                        sock_read=timeout_seconds + self.watch_grace)
+        async with self.session.get(self.config.host + path, params=params, headers=self._headers(),
+                                    timeout=timeout, ssl=self._ssl(),
+                                    server_hostname=self.config.server_hostname) as resp:
+            if resp.status >= 300:
+                raise _error(resp.status, await resp.read())
+            buffer = bytearray()
+            # Split lines ourselves: StreamReader.readline caps a line at its buffer limit, and a
+            # Node or Pod event can be larger than that.
+            async for chunk in resp.content.iter_any():
+                buffer += chunk
+                while (end := buffer.find(b"\n")) >= 0:
+                    line = bytes(buffer[:end])
+                    del buffer[:end + 1]
+                    if line.strip():
+                        yield _event(line)
+                if len(buffer) > MAX_LINE:
+                    raise ApiError(500, "InternalError", f"watch {path}: an event exceeds {MAX_LINE} bytes")
+            if buffer.strip():
+                yield _event(bytes(buffer))
+
+    async def version(self) -> tuple[int, int]:
+        """GET /version as (major, minor); minors like "31+" (managed clusters) are read as 31."""
+        doc = await self.get("/version")
+        major, minor = _leading_int(doc.get("major")), _leading_int(doc.get("minor"))
+        if major is None or minor is None:
+            # Fall back to gitVersion ("v1.31.2-eks-...") as version.ParseGeneric would.
+            found = re.match(r"v?(\d+)\.(\d+)", str(doc.get("gitVersion") or ""))
+            if not found:
+                raise ApiError(200, "", f"/version: cannot read the version from {doc!r}")
+            return int(found.group(1)), int(found.group(2))
+        return major, minor
+
+
+def _leading_int(value: Any) -> int | None:
+    found = re.match(r"\d+", str(value or ""))
+    return int(found.group(0)) if found else None
+
+
+def _error(status: int, body: bytes) -> ApiError:
+    try:
+        decoded = codec.loads(body) if body else None
+    except ValueError:
+        decoded = None
+    text = body.decode("utf-8", "replace").strip()[:200]
+    return error_from_status(status, decoded, text)
+
+
+def _event(line: bytes) -> tuple[str, dict[str, Any]]:
+    event = codec.loads(line)
+    if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+        raise ApiError(500, "InternalError", f"malformed watch event: {line[:200]!r}")
+    kind, obj = str(event.get("type") or ""), event["object"]
+    if kind == "ERROR":
+        raise error_from_status(int(obj.get("code") or 500), obj)
+    return kind, obj
+
+
+__all__ = ["ApiError", "Client", "Expired", "error_from_status"]
