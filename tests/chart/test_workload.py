@@ -111,6 +111,7 @@ def test_no_api_token_and_no_rbac_without_the_cluster_view(default: Any) -> None
     assert default.pod_spec["automountServiceAccountToken"] is False
     assert default.one("ServiceAccount")["automountServiceAccountToken"] is False
     assert not default.of_kind("ClusterRole") and not default.of_kind("ClusterRoleBinding")
+    assert flags(default.container)["cluster-view"] == "off"
 
 
 def test_the_cluster_view_gets_read_only_access_to_nodes_namespaces_and_priorityclasses(render: Callable[..., Any]) -> None:
@@ -122,6 +123,7 @@ def test_the_cluster_view_gets_read_only_access_to_nodes_namespaces_and_priority
     (subject,) = rendered.one("ClusterRoleBinding")["subjects"]
     assert (subject["name"], subject["namespace"]) == (rendered.pod_spec["serviceAccountName"], "placement-system")
     assert rendered.pod_spec["automountServiceAccountToken"] is True
+    assert flags(rendered.container)["cluster-view"] == "on"  # and the server does watch
 
 
 def test_policies_from_values_become_one_file_each_in_the_watched_config_map(render: Callable[..., Any], tmp_path: Path) -> None:

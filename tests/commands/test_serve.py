@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,28 @@ def test_the_operations_guide_documents_every_flag_and_variable() -> None:
     for opt in serve.OPTIONS:
         assert f"`--{opt.flag}" in guide, opt.flag
         assert f"`{opt.env}`" in guide, opt.env
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--cluster-view", "on"], "cluster view: no kubeconfig given and not running in a cluster"),
+        (["--kubeconfig", "/nonexistent/kubeconfig"], "cluster view: /nonexistent/kubeconfig: kubeconfig file not found"),
+        (["--cluster-view", "sometimes"], "must be one of auto, on, off, not 'sometimes'"),
+    ],
+)
+def test_a_cluster_view_that_cannot_be_configured_is_a_usage_error(
+    argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(SystemExit) if "sometimes" in argv else contextlib.nullcontext():
+        code = cli.main(["serve", "--dev", *argv])
+        assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_without_a_kubeconfig_or_a_pod_auto_means_no_cluster_view(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    values = {"cluster_view": "auto", "kubeconfig": None, "context": None}
+    assert serve.cluster_config(values) is None
+    assert serve.cluster_config({**values, "cluster_view": "off", "kubeconfig": "/any"}) is None

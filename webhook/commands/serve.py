@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from webhook.cluster.config import ClusterConfig
 from webhook.commands import common
 from webhook.exitcodes import Exit
 from webhook.kube.kinds import Targets
@@ -92,6 +93,21 @@ def _level(text: str) -> str:
     return text.strip().lower()
 
 
+CLUSTER_VIEW_MODES = ("auto", "on", "off")
+
+
+def _cluster_view(text: str) -> str:
+    if text.strip().lower() not in CLUSTER_VIEW_MODES:
+        raise ValueError(f"must be one of {', '.join(CLUSTER_VIEW_MODES)}, not {text!r}")
+    return text.strip().lower()
+
+
+def _name(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text.strip()
+
+
 @dataclass(frozen=True)
 class Option:
     """One setting: its flag, how its text parses, its default and its ``--dev`` default."""
@@ -124,6 +140,12 @@ OPTIONS = (
     Option("reload-interval", _seconds, 5.0, "seconds between checks of certificate and policy files", "SECONDS"),
     Option("kinds-config", _path, None, "YAML file declaring extra workload kinds", "FILE"),
     Option("log-level", _level, "info", "debug, info, warning or error", "LEVEL"),
+    Option("kubeconfig", _path, None, "kubeconfig of the cluster view (default: the in-cluster service account)", "FILE"),
+    Option("context", _name, None, "kubeconfig context of the cluster view (default: the current one)", "NAME"),
+    Option("cluster-view", _cluster_view, "auto",
+           "watch nodes, namespaces and priority classes: on, off, or auto (on with --kubeconfig or in a pod)", "MODE"),
+    Option("cluster-view-max-age", _seconds, 120.0,
+           "seconds without word from the API server after which the view's checks are skipped", "SECONDS"),
     Option("dev", _bool, False, "local setup: certs/ (made when missing), policies/, 127.0.0.1"),
 )
 
@@ -190,10 +212,31 @@ def run(args: argparse.Namespace) -> int:
     targets = common.targets(argparse.Namespace(kinds_config=values["kinds_config"]), "serve")
     if targets is None:
         return Exit.USAGE
+    try:
+        values["cluster"] = cluster_config(values)
+    except ConfigError as exc:
+        common.error("serve", str(exc))
+        return Exit.USAGE
     logs.setup(values["log_level"])
     if values["dev"]:
         _prepare_dev(values)
     return _serve(values, targets)
+
+
+def cluster_config(values: Mapping[str, Any]) -> ClusterConfig | None:
+    """Where the cluster view reads from, by ``--cluster-view``: ``off`` none; ``on`` the
+    kubeconfig, else the pod's service account, or a usage error; ``auto`` the same when a
+    kubeconfig is given or the server runs in a pod, else none. An API server that is
+    merely unreachable is no error: the view starts stale and catches up."""
+    from webhook.cluster import config as cluster_config_module
+
+    mode, kubeconfig = values["cluster_view"], values["kubeconfig"]
+    if mode == "off" or (mode == "auto" and kubeconfig is None and not cluster_config_module.in_pod()):
+        return None
+    try:
+        return cluster_config_module.load(str(kubeconfig) if kubeconfig else None, values["context"])
+    except cluster_config_module.ConfigError as exc:
+        raise ConfigError(f"cluster view: {exc}") from exc
 
 
 def _serve(values: dict[str, Any], targets: Targets) -> int:
@@ -201,6 +244,7 @@ def _serve(values: dict[str, Any], targets: Targets) -> int:
 
     from webhook.server import app
 
+    cluster = values["cluster"]
     config = ServerConfig(
         policies=tuple(values["policies"]),
         tls_cert=values["tls_cert"],
@@ -212,6 +256,8 @@ def _serve(values: dict[str, Any], targets: Targets) -> int:
         shutdown_grace=values["shutdown_grace"],
         reload_interval=values["reload_interval"],
         targets=targets,
+        cluster=cluster,
+        cluster_view_max_age=values["cluster_view_max_age"],
     )
     on_ready = _print_dev_example if values["dev"] else None
     try:

@@ -13,11 +13,16 @@ import logging
 import signal
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from webhook.engine import admission, codec, review
+if TYPE_CHECKING:
+    from webhook.cluster.cache import ClusterCache
+
+from webhook import codec
+from webhook.cluster.view import ClusterView
+from webhook.engine import admission, review
 from webhook.policy.policyset import PolicySet
 from webhook.server import logs
 from webhook.server.config import ServerConfig
@@ -46,6 +51,7 @@ class State:
         self._quiet = asyncio.Event()  # set while nothing is in flight
         self._quiet.set()
         self._empty = PolicySet(targets=config.targets, loaded=False)
+        self.cache: ClusterCache | None = None  # the watch-backed cluster view, when configured
 
     def begin(self, request: web.BaseRequest) -> None:
         self.in_flight[id(request)] = request.transport
@@ -74,6 +80,13 @@ class State:
         if self.shutting_down:
             reasons.append("shutting down")
         return reasons
+
+    def cluster_view(self) -> ClusterView | None:
+        """The cluster view admission may use: the cache while it is synced and has heard from
+        the API server within the bound, else None (the checks that need it are skipped with
+        a note). Memory only: admission never waits on the API server."""
+        cache = self.cache
+        return cache if cache is not None and cache.fresh(self.config.cluster_view_max_age) else None
 
     def policy_set(self) -> PolicySet:
         current = self.policies.policies
@@ -115,6 +128,7 @@ def make_app(state: State) -> web.Application:
     app[STATE] = state
     app.add_routes([web.post("/mutate", mutate), web.get("/healthz", healthz), web.get("/readyz", readyz)])
     app.cleanup_ctx.append(reloaders)
+    app.cleanup_ctx.append(cluster_view)
     return app
 
 
@@ -144,6 +158,29 @@ async def reloaders(app: web.Application) -> AsyncIterator[None]:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def cluster_view(app: web.Application) -> AsyncIterator[None]:
+    """Watch the cluster while serving, when configured. Started, not awaited: the server is
+    ready without it (readiness never depends on the control plane), and admission uses it
+    only once it is synced (``State.cluster_view``)."""
+    state = app[STATE]
+    if state.config.cluster is None:
+        yield
+        return
+    from webhook.cluster.cache import ClusterCache
+    from webhook.cluster.client import Client
+
+    client = Client(state.config.cluster)
+    state.cache = ClusterCache(client)
+    state.metrics.watch_cluster(state.cache.status)
+    await state.cache.start()
+    log.info("cluster view started", extra={"fields": {"server": state.config.cluster.host}})
+    try:
+        yield
+    finally:
+        await state.cache.stop()
+        await client.close()
 
 
 # --- handlers ---------------------------------------------------------------------------------
@@ -176,7 +213,7 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
         req = review.parse(body)
     except review.BadReview as exc:
         return _reject(state, started, 400, str(exc))
-    outcome = admission.admit(req, policies=state.policy_set())
+    outcome = admission.admit(req, policies=state.policy_set(), cluster=state.cluster_view())
     patch = codec.dumps(outcome.patch) if outcome.patch else b""
     answer = review.respond(req, patch=patch, warnings=outcome.warnings)
     seconds = time.perf_counter() - started

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from webhook.cluster.config import ClusterConfig
 from webhook.kube.kinds import BUILTIN, Targets
 from webhook.server.reload import DEFAULT_INTERVAL
 
@@ -23,3 +24,9 @@ class ServerConfig:
     shutdown_grace: float = 30.0
     reload_interval: float = DEFAULT_INTERVAL
     targets: Targets = field(default=BUILTIN, repr=False)
+    # Where the cluster view reads from (the serve command resolves --cluster-view, --kubeconfig
+    # and --context into it); None: no cluster view.
+    cluster: ClusterConfig | None = field(default=None, repr=False)
+    # After this long without word from the API server the view counts as unknown, and the
+    # checks that need it are skipped with a note (admission never waits for it).
+    cluster_view_max_age: float = 120.0
