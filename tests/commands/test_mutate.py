@@ -459,3 +459,39 @@ def test_an_object_too_deep_to_print_is_an_input_error_and_the_others_are_still_
     assert code == 1
     assert "nests deeper than 200 levels to print" in err and "Traceback" not in err
     assert json.loads(out)["kind"] == "Deployment"
+
+
+NS_POLICY = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: prod-ssd}
+spec:
+  match: {kinds: [Deployment], namespaceSelector: {matchLabels: {env: prod}}}
+  placement: {nodeSelector: {disk: ssd}}
+"""
+
+
+def test_mutate_reads_the_live_cluster_view_once_with_a_kubeconfig(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.kit.fakeapi import FakeApiServer
+
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    (folder / "ns.yaml").write_text(NS_POLICY)
+    manifest = _write(tmp_path, "d.yaml", DEPLOYMENT)
+    with FakeApiServer.in_thread("1.31.0") as api:
+        api.apply_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {"env": "prod"}}})
+        kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+        code, out, err = _mutate(capsys, folder, "-f", str(manifest), "-n", "shop", "--kubeconfig", str(kubeconfig),
+                                 "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "ssd"}
+
+
+def test_mutate_with_an_unreadable_kubeconfig_is_a_usage_error(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = _write(tmp_path, "d.yaml", DEPLOYMENT)
+    code, _, err = _mutate(capsys, policies, "-f", str(manifest), "--kubeconfig", str(tmp_path / "nope"))
+    assert code == 2 and "kubeconfig file not found" in err

@@ -3,6 +3,7 @@ admission from memory only, never in the way of an answer or of readiness."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,19 @@ async def test_the_cluster_view_is_exported_per_resource(
     assert sample("placement_webhook_cluster_view_synced", {"resource": "nodes"}) == 1.0
     assert sample("placement_webhook_cluster_view_events_total", {"resource": "namespaces"}) is not None
     assert sample("placement_webhook_cluster_view_seconds_since_last_event", {"resource": "priorityclasses"}) is not None
+
+
+async def test_the_match_label_keys_override_wins_over_the_servers_version(
+    aiohttp_client: Callable[..., Awaitable[Client]], pki: Pki, tmp_path: Path, api: FakeApiServer
+) -> None:
+    # The fake serves 1.30, where the feature is off by default; a cluster that turned the gate on
+    # says so, and required spread is then scoped to one revision instead of giving up the surge.
+    state = _state(pki, tmp_path, api)
+    state = app.State(dataclasses.replace(state.config, match_label_keys=True))
+    client = await _served(aiohttp_client, state)
+    assert state.cache is not None and state.cache.supports_match_label_keys() is True
+    api.patch_object("Node", "c", {"spec": {"unschedulable": True}})
+    await until(lambda: any(n["metadata"]["name"] == "c" and n["spec"].get("unschedulable")
+                            for n in state.cache.nodes()))  # type: ignore[union-attr]
+    answer = await _review(client, deployment("spread-web", replicas=2))
+    assert any("maxSurge 1, maxUnavailable 0" in w for w in answer["warnings"]), answer["warnings"]

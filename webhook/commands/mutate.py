@@ -79,6 +79,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--cluster-state", metavar="FILE", action="extend", nargs="+",
         help="Nodes, Namespaces and PriorityClasses (e.g. kubectl get -o yaml) used as the cluster view",
     )
+    parser.add_argument("--kubeconfig", metavar="FILE",
+                        help="read the cluster view once from the cluster this kubeconfig names")
+    parser.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: the current one)")
 
 
 @dataclass
@@ -159,10 +162,52 @@ def _setup(args: argparse.Namespace) -> tuple[PolicySet, ClusterView | None] | i
         for error in exc.errors:
             print(str(error), file=sys.stderr)
         return _usage(f"the policy set in {', '.join(map(str, paths))} has {len(exc.errors)} error(s)")
+    if args.cluster_state and args.kubeconfig:
+        return _usage("give --cluster-state or --kubeconfig, not both")
+    if args.kubeconfig:
+        live = _live_view(args.kubeconfig, args.context)
+        return (policies, live) if not isinstance(live, int) else live
     if not args.cluster_state:
         return policies, None
     cluster = _cluster_view(args.cluster_state)
     return (policies, cluster) if not isinstance(cluster, int) else cluster
+
+
+LIVE_VIEW_TIMEOUT = 30.0  # seconds to list the cluster's nodes, namespaces and priority classes
+
+
+def _live_view(kubeconfig: str, context: str | None) -> ClusterView | int:
+    """The cluster view read once, as the server's cache would hold it."""
+    import asyncio
+
+    from webhook.cluster import config
+
+    try:
+        where = config.load(kubeconfig, context)
+    except config.ConfigError as exc:
+        return _usage(str(exc))
+    view = asyncio.run(_read_once(where))
+    if isinstance(view, str):
+        print(f"error: {view}", file=sys.stderr)
+        return Exit.FINDINGS
+    return view
+
+
+async def _read_once(where: Any) -> ClusterView | str:
+    from webhook.cluster.cache import ClusterCache
+    from webhook.cluster.client import Client
+
+    client = Client(where)
+    cache = ClusterCache(client)
+    try:
+        await cache.start()
+        if not await cache.wait_synced(LIVE_VIEW_TIMEOUT):
+            errors = "; ".join(f"{name}: {s['last_error']}" for name, s in cache.status().items() if s["last_error"])
+            return f"could not read the cluster at {where.host} within {LIVE_VIEW_TIMEOUT:.0f} s ({errors or 'no answer'})"
+        return cache  # its stores stay in memory once its watches stop
+    finally:
+        await cache.stop()
+        await client.close()
 
 
 def _cluster_view(paths: list[str]) -> ClusterView | int:

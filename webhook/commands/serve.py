@@ -93,12 +93,12 @@ def _level(text: str) -> str:
     return text.strip().lower()
 
 
-CLUSTER_VIEW_MODES = ("auto", "on", "off")
+MODES = ("auto", "on", "off")
 
 
-def _cluster_view(text: str) -> str:
-    if text.strip().lower() not in CLUSTER_VIEW_MODES:
-        raise ValueError(f"must be one of {', '.join(CLUSTER_VIEW_MODES)}, not {text!r}")
+def _mode(text: str) -> str:
+    if text.strip().lower() not in MODES:
+        raise ValueError(f"must be one of {', '.join(MODES)}, not {text!r}")
     return text.strip().lower()
 
 
@@ -142,8 +142,11 @@ OPTIONS = (
     Option("log-level", _level, "info", "debug, info, warning or error", "LEVEL"),
     Option("kubeconfig", _path, None, "kubeconfig of the cluster view (default: the in-cluster service account)", "FILE"),
     Option("context", _name, None, "kubeconfig context of the cluster view (default: the current one)", "NAME"),
-    Option("cluster-view", _cluster_view, "auto",
+    Option("cluster-view", _mode, "auto",
            "watch nodes, namespaces and priority classes: on, off, or auto (on with --kubeconfig or in a pod)", "MODE"),
+    Option("match-label-keys", _mode, "auto",
+           "whether pod affinity honours matchLabelKeys: auto (from Kubernetes 1.31, by the server's version), "
+           "on or off (for a cluster that changed the MatchLabelKeysInPodAffinity feature gate)", "MODE"),
     Option("cluster-view-max-age", _seconds, 120.0,
            "seconds without word from the API server after which the view's checks are skipped", "SECONDS"),
     Option("dev", _bool, False, "local setup: certs/ (made when missing), policies/, 127.0.0.1"),
@@ -258,6 +261,7 @@ def _serve(values: dict[str, Any], targets: Targets) -> int:
         targets=targets,
         cluster=cluster,
         cluster_view_max_age=values["cluster_view_max_age"],
+        match_label_keys={"auto": None, "on": True, "off": False}[values["match_label_keys"]],
     )
     on_ready = _print_dev_example if values["dev"] else None
     try:

@@ -172,7 +172,7 @@ async def cluster_view(app: web.Application) -> AsyncIterator[None]:
     from webhook.cluster.client import Client
 
     client = Client(state.config.cluster)
-    state.cache = ClusterCache(client)
+    state.cache = ClusterCache(client, match_label_keys=state.config.match_label_keys)
     state.metrics.watch_cluster(state.cache.status)
     await state.cache.start()
     log.info("cluster view started", extra={"fields": {"server": state.config.cluster.host}})

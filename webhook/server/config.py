@@ -30,3 +30,5 @@ class ServerConfig:
     # After this long without word from the API server the view counts as unknown, and the
     # checks that need it are skipped with a note (admission never waits for it).
     cluster_view_max_age: float = 120.0
+    # Whether pod affinity terms honour matchLabelKeys; None: from the API server's version.
+    match_label_keys: bool | None = None
