@@ -223,3 +223,10 @@ async def test_the_server_version_decides_match_label_keys(client: Client) -> No
 async def _version_known(view: ClusterCache) -> None:
     while view.server_version is None:
         await asyncio.sleep(0.01)
+
+
+async def test_a_quiet_cluster_with_open_watches_stays_fresh(cache: ClusterCache, until: Any) -> None:
+    # Nothing changes and no bookmark is due: the open watches alone say the store is current.
+    await until(lambda: all(i.watching for i in cache.informers.values()), what="every watch open")
+    await asyncio.sleep(0.5)
+    assert cache.fresh(0.2)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -123,7 +123,8 @@ class Client:
             query["continue"] = token
 
     async def watch(self, path: str, resource_version: str, *, allow_bookmarks: bool = True,
-                    timeout_seconds: int = 300) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+                    timeout_seconds: int = 300, on_open: Callable[[], None] | None = None
+                    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """WATCH from ``resource_version``: ``(type, object)`` per event until the stream ends.
 
         ERROR events become exceptions (``Expired`` for 410), as the reflector's watchHandler
@@ -140,6 +141,8 @@ class Client:
                                     server_hostname=self.config.server_hostname) as resp:
             if resp.status >= 300:
                 raise _error(resp.status, await resp.read())
+            if on_open is not None:
+                on_open()  # the API server accepted the watch: from here on it sends every change
             buffer = bytearray()
             # Split lines ourselves: StreamReader.readline caps a line at its buffer limit, and a
             # Node or Pod event can be larger than that.

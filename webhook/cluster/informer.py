@@ -117,6 +117,7 @@ class Informer:
         self.relists = 0  # complete LISTs after the first
         self.errors = 0
         self.last_error = ""
+        self.watching = False  # a watch stream is open (the API server answered it)
 
     # -- reading (never awaits) --
     def get(self, key: str) -> Projected | None:
@@ -136,9 +137,15 @@ class Informer:
         self._handlers.append(handler)
 
     def age(self, now: float | None = None) -> float | None:
-        """Seconds since the API server was last heard from (None: never)."""
+        """Seconds since the store was last known current (None: never): 0 while a watch is
+        open, since an open watch delivers every change (a quiet cluster sends no events, and
+        older API servers bookmark only near a watch's deadline); else since the API server
+        was last heard from. A connection that dies silently is noticed at the watch's
+        timeout, which the client bounds."""
         if self.last_event is None:
             return None
+        if self.watching:
+            return 0.0
         return (time.monotonic() if now is None else now) - self.last_event
 
     async def wait_synced(self, timeout: float) -> bool:
@@ -204,15 +211,20 @@ class Informer:
     async def _watch(self) -> None:
         started, seen = time.monotonic(), 0
         timeout = int(self.watch_timeout * (1.0 + random.random())) or 1
+        stream = self.client.watch(self.path, self.resource_version, allow_bookmarks=True, timeout_seconds=timeout,
+                                   on_open=self._opened)
         try:
-            async for kind, obj in self.client.watch(self.path, self.resource_version, allow_bookmarks=True,
-                                                     timeout_seconds=timeout):
+            async for kind, obj in stream:
                 seen += 1
                 self._apply(kind, obj)
         except aiohttp.ClientPayloadError as exc:
             # The stream was cut mid-response: the watch channel closes; resume from the last
             # resourceVersion seen, as watchHandler does when ResultChan closes.
             log.info("informer %s: watch stream broken (%s); resuming at %s", self.name, exc, self.resource_version)
+        finally:
+            if self.watching:
+                self.watching = False
+                self.last_event = time.monotonic()  # current until this instant
         if seen == 0 and time.monotonic() - started < self.min_watch_duration:
             raise _ShortWatch(f"very short watch: {self.path}: unexpected watch close - "
                               "watch lasted less than a second and no items received")
@@ -240,6 +252,9 @@ class Informer:
             self.resource_version = rv
 
     # -- store updates --
+    def _opened(self) -> None:
+        self.watching = True
+
     def _project(self, obj: Object) -> Projected | None:
         try:
             return self.project(obj)
@@ -280,3 +295,4 @@ class Informer:
                 "resource_version": self.resource_version,
                 "seconds_since_last_event": None if age is None else round(age, 3),
                 "last_error": self.last_error}
+

@@ -27,8 +27,8 @@ class ServerConfig:
     # Where the cluster view reads from (the serve command resolves --cluster-view, --kubeconfig
     # and --context into it); None: no cluster view.
     cluster: ClusterConfig | None = field(default=None, repr=False)
-    # After this long without word from the API server the view counts as unknown, and the
-    # checks that need it are skipped with a note (admission never waits for it).
+    # After this long without an open watch or word from the API server the view counts as
+    # unknown, and the checks that need it are skipped with a note (admission never waits).
     cluster_view_max_age: float = 120.0
     # Whether pod affinity terms honour matchLabelKeys; None: from the API server's version.
     match_label_keys: bool | None = None
