@@ -20,6 +20,7 @@ from tests.kit.envtest import (
     Webhook,
     find_assets,
     wait_until,
+    warnings_from_headers,
     webhook_configuration,
 )
 from webhook import ANNOTATION_SKIP
@@ -62,12 +63,23 @@ class Cluster:
         self.objects: Any = client.CustomObjectsApi(api_client)
         self.crds: Any = client.ApiextensionsV1Api(api_client)
         self.admission: Any = client.AdmissionregistrationV1Api(api_client)
+        self.scheduling: Any = client.SchedulingV1Api(api_client)
 
     def create(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         group, version, plural = RESOURCES[obj["kind"]]
         extra = {"dry_run": "All"} if dry_run else {}
         created: dict[str, Any] = self.objects.create_namespaced_custom_object(group, version, namespace, plural, obj, **extra)
         return created
+
+    def create_warned(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False) -> tuple[dict[str, Any], list[str]]:
+        """Create ``obj`` and return it with the warnings the API server sent back: admission
+        webhook warnings come back as ``Warning: 299 - "..."`` response headers (since 1.19)."""
+        group, version, plural = RESOURCES[obj["kind"]]
+        extra = {"dry_run": "All"} if dry_run else {}
+        created, _status, headers = self.objects.create_namespaced_custom_object_with_http_info(
+            group, version, namespace, plural, obj, **extra
+        )
+        return created, warnings_from_headers(headers)
 
     def get(self, namespace: str, kind: str, name: str) -> dict[str, Any]:
         group, version, plural = RESOURCES[kind]

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -21,7 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,6 +222,9 @@ class ControlPlane:
         apiserver = Process("kube-apiserver", self._apiserver_argv(), self.workdir / "kube-apiserver.log")
         apiserver.start()
         self.processes.append(apiserver)
+        self._wait_apiserver_ready(apiserver)
+
+    def _wait_apiserver_ready(self, apiserver: Process) -> None:
         context = ssl.create_default_context(cafile=str(self.ca_file))
         wait_until(
             lambda: apiserver.answers(f"{self.url}/readyz", context=context, token=self.token),
@@ -237,15 +242,64 @@ class ControlPlane:
         configuration.api_key_prefix = {"authorization": "Bearer"}
         return client.ApiClient(configuration)
 
+    def write_kubeconfig(self, path: Path) -> Path:
+        """A kubeconfig for the admin token, as a server outside the cluster would be given.
+
+        The token is the one in ``--token-auth-file`` (group ``system:masters``, so RBAC lets
+        it list and watch everything); the CA is the one that signed the serving certificate.
+        JSON is valid YAML, so ``clientcmd`` and the official Python loader both read it."""
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "envtest", "cluster": {"server": self.url, "certificate-authority": str(self.ca_file)}}],
+            "users": [{"name": "envtest-admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "envtest", "context": {"cluster": "envtest", "user": "envtest-admin"}}],
+            "current-context": "envtest",
+        }
+        path.write_text(json.dumps(config, indent=2))
+        path.chmod(0o600)
+        return path
+
+    def server_version(self) -> tuple[int, int]:
+        """(major, minor) from GET /version; minor may carry a "+" on vendor builds."""
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        request = urllib.request.Request(f"{self.url}/version", headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(request, context=context, timeout=5) as response:
+            info = json.load(response)
+        return int(re.sub(r"\D", "", info["major"])), int(re.sub(r"\D", "", info["minor"]))
+
+    def _apiserver(self) -> Process:
+        return next(p for p in self.processes if p.name == "kube-apiserver")
+
+    @contextlib.contextmanager
+    def apiserver_stopped(self) -> Iterator[None]:
+        """kube-apiserver is down inside the block; etcd keeps running, so no object is lost.
+
+        It comes back with the same argv (port, certificates, token file): every client keeps
+        its configuration. Go listeners set SO_REUSEADDR, so the port can be bound again at
+        once even with connections of the old process in TIME_WAIT."""
+        apiserver = self._apiserver()
+        apiserver.stop()
+        try:
+            yield
+        finally:
+            apiserver.start()
+            self._wait_apiserver_ready(apiserver)
+
 
 @dataclass
 class Webhook:
-    """``placement-webhook serve`` over TLS on loopback, as the API server reaches it by URL."""
+    """``placement-webhook serve`` over TLS on loopback, as the API server reaches it by URL.
+
+    With ``kubeconfig`` it also keeps the cluster view (``--cluster-view on``), which forgets
+    what it knows after ``view_max_age`` seconds without word from the API server."""
 
     workdir: Path
     policies: Path
     port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
+    kubeconfig: Path | None = None
+    view_max_age: int = 30
     process: Process | None = field(default=None, init=False)
 
     @property
@@ -260,11 +314,8 @@ class Webhook:
     def ca_bundle(self) -> str:
         return base64.b64encode((self.pki / "ca.crt").read_bytes()).decode()
 
-    def start(self) -> None:
-        if not (self.pki / "tls.crt").exists():
-            make_certs(self.pki, service="placement-webhook", ips=["127.0.0.1"], dns=["localhost"])
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_WEBHOOK_")}
-        self.process = Process("placement-webhook", [
+    def _argv(self) -> list[str]:
+        argv = [
             sys.executable, "-m", "webhook", "serve",
             f"--policies={self.policies}",
             f"--tls-cert={self.pki / 'tls.crt'}",
@@ -273,7 +324,17 @@ class Webhook:
             f"--port={self.port}",
             f"--metrics-port={self.metrics_port}",
             "--shutdown-grace=2",
-        ], self.workdir / "webhook.log", env=env)
+        ]
+        if self.kubeconfig is not None:
+            argv += [f"--kubeconfig={self.kubeconfig}", "--cluster-view=on",
+                     f"--cluster-view-max-age={self.view_max_age}"]
+        return argv
+
+    def start(self) -> None:
+        if not (self.pki / "tls.crt").exists():
+            make_certs(self.pki, service="placement-webhook", ips=["127.0.0.1"], dns=["localhost"])
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_WEBHOOK_")}
+        self.process = Process("placement-webhook", self._argv(), self.workdir / "webhook.log", env=env)
         self.process.start()
         process = self.process
         wait_until(
@@ -285,6 +346,57 @@ class Webhook:
         code = self.process.stop() if self.process else None
         self.process = None
         return code
+
+    def readyz(self) -> tuple[int, int]:
+        """/readyz on the plain port and on the TLS port (0: no answer at all)."""
+        context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
+        plain = _get(f"http://127.0.0.1:{self.metrics_port}/readyz")
+        return plain, _get(f"https://127.0.0.1:{self.port}/readyz", context=context)
+
+    def metrics(self) -> str:
+        """The Prometheus exposition of the metrics port; a dead server fails with its output."""
+        if self.process is None or not self.process.running():
+            tail = self.process.tail() if self.process else ""
+            raise RuntimeError(f"placement-webhook is not running; last output:\n{tail}")
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return str(response.read().decode())
+
+    def view_metric(self, name: str, resource: str) -> float | None:
+        """``placement_webhook_cluster_view_<name>{resource=...}``, or None when not exported."""
+        return metric_value(self.metrics(), f"placement_webhook_cluster_view_{name}", {"resource": resource})
+
+
+_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
+_LABEL = re.compile(r'(?P<key>[a-zA-Z_][a-zA-Z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*)"')
+
+
+def metric_value(text: str, name: str, labels: Mapping[str, str]) -> float | None:
+    """The value of the sample ``name{labels}`` in a Prometheus text exposition."""
+    for line in text.splitlines():
+        sample = _SAMPLE.match(line)
+        if sample is None or sample["name"] != name:
+            continue
+        found = {m["key"]: m["value"] for m in _LABEL.finditer(sample["labels"] or "")}
+        if found == dict(labels):
+            return float(sample["value"])
+    return None
+
+
+# k8s.io/apimachinery/pkg/util/net.NewWarningHeader: `299 - "text"`, the text a quoted-string
+# with `"` and `\` escaped by a backslash. The API server adds one header per warning
+# (Header().Add in endpoints/filters/warning.go); urllib3 joins repeated headers with ", ".
+_WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
+
+
+def warnings_from_headers(headers: Any) -> list[str]:
+    """The texts of the ``Warning`` response headers (RFC 7234 form) the API server sent."""
+    values: Iterable[str]
+    if hasattr(headers, "getlist"):
+        values = headers.getlist("Warning")
+    else:
+        values = [v for k, v in dict(headers or {}).items() if k.lower() == "warning"]
+    return [re.sub(r"\\(.)", r"\1", m) for value in values for m in _WARNING.findall(value)]
 
 
 def webhook_configuration(*, url: str, ca_bundle: str) -> dict[str, Any]:
