@@ -319,3 +319,50 @@ def test_values_an_earlier_admission_wrote_are_replaced_once_the_spare_node_is_g
     result = apply(obj, make_policy(**SPREAD_SAFE), two_nodes)
     assert rolling(obj) == {"maxSurge": 0, "maxUnavailable": 1}
     assert any("could never finish" in w for w in result.warnings)
+
+
+def _zoned_nodes(count: int) -> list[dict[str, Any]]:
+    nodes = [node(f"n{i}", **{"kubernetes.io/hostname": f"n{i}", "zone": f"z{i % 3}"}) for i in range(count)]
+    nodes[0]["spec"] = {"taints": [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]}
+    return nodes
+
+
+def test_eligible_domains_over_a_node_set_match_a_fresh_count_for_each_question() -> None:
+    nodes = _zoned_nodes(7)
+    node_set = StaticClusterView(nodes=nodes).nodes()
+    specs: list[dict[str, Any]] = [
+        {},
+        {"tolerations": [{"key": "gpu", "operator": "Exists"}]},
+        {"nodeSelector": {"zone": "z1"}},
+        {"affinity": {"nodeAffinity": {rollout.REQUIRED: {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["z2"]}]}]}}}},
+    ]
+    for _ in range(2):  # the second pass answers from the memo
+        for spec in specs:
+            for key in ("kubernetes.io/hostname", "zone"):
+                assert rollout.eligible_domains(spec, node_set, key) == rollout.eligible_domains(spec, list(nodes), key)
+
+
+def test_the_memo_ignores_key_order_but_not_the_tolerations() -> None:
+    node_set = StaticClusterView(nodes=_zoned_nodes(4)).nodes()
+    one = {"nodeSelector": {"a": "1", "b": "2"}}
+    same = {"nodeSelector": {"b": "2", "a": "1"}}
+    tolerant = {**one, "tolerations": [{"key": "gpu", "operator": "Exists"}]}
+    keys = {rollout._eligibility_key(s, "zone") for s in (one, same, tolerant)}
+    assert len(keys) == 2
+    assert rollout.eligible_domains({}, node_set, "kubernetes.io/hostname") == 3
+    assert rollout.eligible_domains({"tolerations": tolerant["tolerations"]}, node_set, "kubernetes.io/hostname") == 4
+
+
+def test_a_changed_node_set_is_asked_afresh() -> None:
+    before = StaticClusterView(nodes=_zoned_nodes(4)).nodes()
+    assert rollout.eligible_domains({}, before, "kubernetes.io/hostname") == 3
+    after = StaticClusterView(nodes=_zoned_nodes(6)).nodes()
+    assert rollout.eligible_domains({}, after, "kubernetes.io/hostname") == 5
+
+
+def test_the_memo_is_bounded() -> None:
+    node_set = StaticClusterView(nodes=_zoned_nodes(2)).nodes()
+    for i in range(node_set.MEMO_LIMIT + 10):
+        rollout.eligible_domains({"nodeSelector": {"k": str(i)}}, node_set, "zone")
+    assert len(node_set.memo()) <= node_set.MEMO_LIMIT

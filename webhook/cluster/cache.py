@@ -26,6 +26,7 @@ from .informer import (
     Projected,
     Projection,
 )
+from .view import NodeSet
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +171,7 @@ class ClusterCache:
         informer = self.informers[NODES]
         generation, cached = self._nodes
         if generation != informer.generation:
-            cached = tuple(informer.values())
+            cached = NodeSet(informer.values())
             self._nodes = (informer.generation, cached)
         return cached
 

@@ -15,6 +15,25 @@ from typing import Any, Protocol, runtime_checkable
 from webhook.kube import objects
 
 
+class NodeSet(tuple):  # type: ignore[type-arg]
+    """An immutable sequence of Node objects with a memo for answers derived from it.
+
+    Views return the same ``NodeSet`` until a node changes, so a derived answer (the
+    eligible topology domains of a pod spec, say) is computed once per node set rather than
+    once per admission review: admission reads memory only, and a scan of 5,000 nodes on
+    every review would cost it milliseconds.
+    """
+
+    MEMO_LIMIT = 4096  # distinct questions kept per node set; cleared wholesale past it
+
+    def memo(self) -> dict[Any, Any]:
+        """The memo of this node set; it lives and dies with the set."""
+        table: dict[Any, Any] | None = self.__dict__.get("_memo")
+        if table is None or len(table) >= self.MEMO_LIMIT:
+            table = self.__dict__["_memo"] = {}
+        return table
+
+
 @runtime_checkable
 class ClusterView(Protocol):
     """Read-only facts about the cluster the engine may use."""
@@ -50,7 +69,7 @@ class StaticClusterView:
         match_label_keys: bool | None = None,
     ) -> None:
         object.__setattr__(self, "namespaces", dict(namespaces or {}))
-        object.__setattr__(self, "node_list", tuple(nodes))
+        object.__setattr__(self, "node_list", NodeSet(nodes))
         object.__setattr__(self, "priority_classes", dict(priority_classes or {}))
         object.__setattr__(self, "match_label_keys", match_label_keys)
 

@@ -12,13 +12,14 @@ rules in order:
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from webhook.cluster.view import ClusterView
+from webhook.cluster.view import ClusterView, NodeSet
 from webhook.engine.context import KEEP, REPLACE, Context
 from webhook.engine.merge import ensure, mapping, scalar
 from webhook.kube import selectors
@@ -66,7 +67,30 @@ def blocking_self_terms(
 
 def eligible_domains(pod_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], topology_key: str) -> int:
     """Distinct values of ``topology_key`` over the nodes the pod may run on. Nodes without
-    the key are not counted, which can only make the answer more cautious."""
+    the key are not counted, which can only make the answer more cautious.
+
+    The answer depends only on the node set and the parts of the pod spec the node
+    predicates read, so a ``NodeSet`` remembers it: admission asks this on every review
+    and must not scan every node each time.
+    """
+    if isinstance(nodes, NodeSet):
+        key = _eligibility_key(pod_spec, topology_key)
+        memo = nodes.memo()
+        if key not in memo:
+            memo[key] = _count_domains(pod_spec, nodes, topology_key)
+        return int(memo[key])
+    return _count_domains(pod_spec, nodes, topology_key)
+
+
+def _eligibility_key(pod_spec: Mapping[str, Any], topology_key: str) -> str:
+    # Exactly what kube.nodes.node_eligible reads: nodeSelector, required node affinity,
+    # tolerations. Canonical JSON so equal specs share an entry whatever their key order.
+    node_affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED)
+    question = [topology_key, pod_spec.get("nodeSelector"), node_affinity, pod_spec.get("tolerations")]
+    return json.dumps(question, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _count_domains(pod_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], topology_key: str) -> int:
     domains = set()
     for node in nodes:
         value = ((node.get("metadata") or {}).get("labels") or {}).get(topology_key)
