@@ -25,10 +25,20 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from . import managed, strategies
-from .discovery import (ALL_STORED, NAMESPACES, PODS, PRIORITY_CLASSES, Resource, ServedApi, from_storage,
-                        to_storage)
-from .errors import (JSON, FieldError, already_exists, bad_request, conflict, forbidden, generate_name_conflict,
-                     invalid, modified, not_found, plain_error)
+from .discovery import ALL_STORED, NAMESPACES, PODS, PRIORITY_CLASSES, Resource, ServedApi, from_storage, to_storage
+from .errors import (
+    JSON,
+    FieldError,
+    already_exists,
+    bad_request,
+    conflict,
+    forbidden,
+    generate_name_conflict,
+    invalid,
+    modified,
+    not_found,
+    plain_error,
+)
 from .patch import apply as apply_patch
 from .store import Store, object_key
 

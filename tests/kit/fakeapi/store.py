@@ -17,12 +17,12 @@ from __future__ import annotations
 import asyncio
 import heapq
 import threading
-
-import msgspec
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 JSON = dict[str, Any]
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
