@@ -1,7 +1,7 @@
 """Server benchmark: the real webhook over TLS against a bare aiohttp TLS app, same run.
 
     python bench/server_bench.py [--seconds 3] [--rounds 5] [--connections 8] [--rate 500] [--check]
-                                 [--let-cpu-idle]
+                                 [--let-cpu-idle] [--cluster-view [--cluster-nodes 500]]
 
 Starts each server in its own process (`placement-webhook serve` with 10 and with 1,000
 policies, and `bench/bare_app.py` parsing with json and with the webhook's codec), then
@@ -24,6 +24,10 @@ Beside throughput, the server's CPU time per review (from /proc) says what a rev
 whatever capped the throughput. On a VM, the share of CPU time the hypervisor stole is
 printed for the machine and for each of the two CPUs: a stolen slice stalls every server
 alike and shows up in their tails.
+With --cluster-view the webhooks run with a cluster view (`--kubeconfig FILE --cluster-view on`)
+on a fake API server holding --cluster-nodes Nodes, in a process of its own (on a CPU neither
+the servers nor the load generator use, when there is one), and are measured once their view
+has synced: the same figures with the view on the admission path.
 Targets (issue 3): at 10 policies >= 75% of the bare app's throughput; p99 < 5 ms at 500/s.
 """
 from __future__ import annotations
@@ -42,13 +46,14 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: the checkout's webhook and bench packages
 
+from bench.cluster_bench import fake_api
 from bench.engine_bench import policy_yaml, typical_deployment
 from webhook.server import certs
 
@@ -292,13 +297,36 @@ def _measure(port: int, pid: int, ca: Path, args: argparse.Namespace, *, rate: f
     return result
 
 
-def _webhook(folder: Path, count: int, tls: Path) -> tuple[list[str], int, str]:
+VIEW_POLICIES = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: view-namespaces}
+spec:
+  match: {kinds: [Deployment], namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: Exists}]}}
+  placement: {nodeAffinity: {preferred: [{weight: 10, preference: {matchExpressions: [{key: bench/pool, operator: Exists}]}}]}}
+---
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: view-rollouts}
+spec:
+  match: {kinds: [Deployment]}
+  placement: {podAntiAffinity: {spread: required}}
+  rollout: {mode: safe}
+"""
+
+
+def _webhook(folder: Path, count: int, tls: Path, kubeconfig: Path | None = None) -> tuple[list[str], int, str]:
     policies = folder / f"policies-{count}"
     policies.mkdir()
     (policies / "generated.yaml").write_text("---\n".join(policy_yaml(i) for i in range(count)))
     port, metrics = _free_port(), _free_port()
     argv = [sys.executable, "-m", "webhook", "serve", "--policies", str(policies), "--tls-cert", str(tls / "tls.crt"),
             "--tls-key", str(tls / "tls.key"), "--host", "127.0.0.1", "--port", str(port), "--metrics-port", str(metrics)]
+    if kubeconfig is not None:
+        # Policies that ask the view on every review: a namespaceSelector, and safe rollouts
+        # with required spread, which count the eligible nodes (rule 2).
+        (policies / "cluster-view.yaml").write_text(VIEW_POLICIES)
+        argv += ["--kubeconfig", str(kubeconfig), "--cluster-view", "on"]
     return argv, port, f"http://127.0.0.1:{metrics}/readyz"
 
 
@@ -307,6 +335,40 @@ def _bare(tls: Path, json_codec: str = "stdlib") -> tuple[list[str], int, str]:
     argv = [sys.executable, str(ROOT / "bench" / "bare_app.py"), "--port", str(port), "--json", json_codec,
             "--tls-cert", str(tls / "tls.crt"), "--tls-key", str(tls / "tls.key")]
     return argv, port, f"https://127.0.0.1:{port}/readyz"
+
+
+# Beside the two pinned CPUs, if there are more: the fake API server is idle once the views have
+# listed (a bookmark per watch a minute), but it must not share what the figures measure.
+SPARE_CPUS = set(_CPUS) - {SERVER_CPU, DRIVER_CPU} if SERVER_CPU is not None else set()
+VIEW_RESOURCES = ("nodes", "namespaces", "priorityclasses")
+VIEW_NAMESPACES, VIEW_PRIORITY_CLASSES = 100, 20  # team-0..39, which the reviews and policies name, among them
+
+
+def _start_cluster(stack: ExitStack, folder: Path, nodes: int) -> tuple[Path, str]:
+    """The fake API server in its own process for the rest of ``stack``; its kubeconfig and
+    where it runs."""
+    kubeconfig = folder / "kubeconfig"
+    spare = SPARE_CPUS
+    pin = (lambda: os.sched_setaffinity(0, spare)) if spare else None
+    stack.enter_context(fake_api(kubeconfig, nodes=nodes, namespaces=VIEW_NAMESPACES,
+                                 priority_classes=VIEW_PRIORITY_CLASSES, preexec=pin))
+    where = (f"CPU {','.join(map(str, sorted(spare)))}" if spare else
+             "unpinned: no CPU to spare" if SERVER_CPU is not None else "unpinned")
+    return kubeconfig, where
+
+
+def _wait_view_synced(ready: str, timeout: float = 60.0) -> None:
+    """Readiness never waits for the cluster view, so the bench does: every resource's first
+    list complete (the server's metrics), else the reviews would run without the view."""
+    url, deadline = ready.replace("/readyz", "/metrics"), time.monotonic() + timeout
+    wanted = [f'placement_webhook_cluster_view_synced{{resource="{r}"}} 1.0' for r in VIEW_RESOURCES]
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            text = resp.read().decode()
+        if all(line in text for line in wanted):
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"the cluster view of the server at {url} did not sync in {timeout:g} s")
 
 
 def _median(results: list[dict[str, Any]], key: str = "rps") -> dict[str, Any]:
@@ -377,11 +439,18 @@ BASELINE = "bare aiohttp TLS app (json)"
 STEAL_LIMIT = 0.05  # above it, stalls of the whole VM dominate tails and swing throughput
 CODEC_BASELINE = "bare aiohttp TLS app (webhook's codec)"
 WEBHOOK = "webhook, 10 policies"
+WEBHOOK_1000 = "webhook, 1000 policies"
 
 
 def orchestrate(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="placement-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="placement-bench-") as tmp, ExitStack() as stack:
         folder = Path(tmp)
+        kubeconfig = None
+        if args.cluster_view:
+            kubeconfig, where = _start_cluster(stack, folder, args.cluster_nodes)
+            print(f"webhooks with a cluster view: fake API server with {args.cluster_nodes:,} Nodes, "
+                  f"{VIEW_NAMESPACES} Namespaces, {VIEW_PRIORITY_CLASSES} PriorityClasses (and its defaults) "
+                  f"in its own process ({where})")
         tls = folder / "tls"
         certs.ensure(tls, service="placement-webhook", namespace="default", dns=["localhost"], ips=["127.0.0.1"])
         pinning = f"servers on CPU {SERVER_CPU}, load on CPU {DRIVER_CPU}" if SERVER_CPU is not None else "no pinning"
@@ -389,13 +458,15 @@ def orchestrate(args: argparse.Namespace) -> int:
               f"{args.rounds} interleaved rounds of {args.seconds:g} s, {os.cpu_count()} CPUs ({pinning})")
         # Measured in this order every round: the webhook right after the baseline it is
         # compared with, so each round gives a ratio of two runs seconds apart.
-        servers = {BASELINE: _bare(tls), WEBHOOK: _webhook(folder, 10, tls), CODEC_BASELINE: _bare(tls, "codec"),
-                   "webhook, 1000 policies": _webhook(folder, 1000, tls)}
+        servers = {BASELINE: _bare(tls), WEBHOOK: _webhook(folder, 10, tls, kubeconfig),
+                   CODEC_BASELINE: _bare(tls, "codec"), WEBHOOK_1000: _webhook(folder, 1000, tls, kubeconfig)}
         ca = tls / "ca.crt"
         closed: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
         fixed: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
         before = _cpu_times()
         with _running(servers) as pids:
+            for name in (WEBHOOK, WEBHOOK_1000) if kubeconfig else ():
+                _wait_view_synced(servers[name][2])
             for _ in range(args.rounds):  # interleaved: a slow minute of the machine hits every server
                 for name, (_argv, port, _ready) in servers.items():
                     closed[name].append(_measure(port, pids[name], ca, args))
@@ -469,6 +540,9 @@ def main() -> int:
     parser.add_argument("--let-cpu-idle", action="store_true",
                         help="do not keep the servers' CPU out of idle during the fixed-rate run "
                              "(on a VM, its wake-ups then add the hypervisor's scheduling delay)")
+    parser.add_argument("--cluster-view", action="store_true",
+                        help="run the webhooks with a cluster view on a fake API server (in its own process)")
+    parser.add_argument("--cluster-nodes", type=int, default=500, help="Nodes the fake API server holds")
     parser.add_argument("--drive", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--ca", help=argparse.SUPPRESS)
