@@ -13,6 +13,7 @@ import jsonpatch
 import pytest
 import yaml
 
+from tests.kit.policies import PROD_SSD_YAML
 from webhook import ANNOTATION_APPLIED, cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -461,14 +462,7 @@ def test_an_object_too_deep_to_print_is_an_input_error_and_the_others_are_still_
     assert json.loads(out)["kind"] == "Deployment"
 
 
-NS_POLICY = """\
-apiVersion: placement.novasphere.dev/v1alpha1
-kind: PlacementPolicy
-metadata: {name: prod-ssd}
-spec:
-  match: {kinds: [Deployment], namespaceSelector: {matchLabels: {env: prod}}}
-  placement: {nodeSelector: {disk: ssd}}
-"""
+NS_POLICY = PROD_SSD_YAML
 
 
 def test_mutate_reads_the_live_cluster_view_once_with_a_kubeconfig(

@@ -41,3 +41,14 @@ def policy(
 
 def policy_set(*policies: Policy) -> PolicySet:
     return PolicySet(tuple(policies))
+
+
+# A policy that applies only in namespaces labelled env=prod: what the cluster view decides.
+PROD_SSD_YAML = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata: {name: prod-ssd}
+spec:
+  match: {kinds: [Deployment], namespaceSelector: {matchLabels: {env: prod}}}
+  placement: {nodeSelector: {disk: ssd}}
+"""

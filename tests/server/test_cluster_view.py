@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient
 
 from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import node
+from tests.kit.policies import PROD_SSD_YAML
 from tests.kit.reviews import admission_review
 from tests.kit.server import Pki
 from tests.kit.workloads import deployment
@@ -21,14 +22,7 @@ from webhook.server import app
 
 Client = TestClient  # type: ignore[type-arg]
 
-POLICIES = """\
-apiVersion: placement.novasphere.dev/v1alpha1
-kind: PlacementPolicy
-metadata: {name: prod-ssd}
-spec:
-  match: {kinds: [Deployment], namespaceSelector: {matchLabels: {env: prod}}}
-  placement: {nodeSelector: {disk: ssd}}
----
+POLICIES = PROD_SSD_YAML + """---
 apiVersion: placement.novasphere.dev/v1alpha1
 kind: PlacementPolicy
 metadata: {name: gold}
