@@ -11,7 +11,7 @@ from webhook.cluster.cache import NAMESPACES, NODES, PRIORITY_CLASSES, ClusterCa
 from webhook.cluster.client import Client
 from webhook.cluster.config import ClusterConfig
 from webhook.cluster.view import ClusterView
-from webhook.kube.nodes import node_eligible
+from webhook.kube.scheduler.filters import NodeEligibility
 
 Until = Callable[..., Any]
 
@@ -161,11 +161,11 @@ async def test_a_relabelled_namespace_and_a_cordoned_node_are_seen(server: FakeA
     def n2() -> Any:
         return next(n for n in cache.nodes() if n["metadata"]["name"] == "n2")
 
-    assert node_eligible({}, n2())
+    assert NodeEligibility({}).admits(n2())
     server.patch_object("Node", "n2", {"spec": {"unschedulable": True}})
     await until(lambda: n2()["spec"]["unschedulable"], what="the cordon")
-    assert not node_eligible({}, n2())
-    assert node_eligible({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}, n2())
+    assert not NodeEligibility({}).admits(n2())
+    assert NodeEligibility({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}).admits(n2())
 
 
 async def test_node_projection_keeps_what_predicates_read(server: FakeApiServer, cache: ClusterCache,

@@ -8,7 +8,7 @@ from typing import Any
 from webhook.engine import admission, placement
 from webhook.engine.context import PlacementError
 from webhook.kube.kinds import BUILTIN, Target
-from webhook.kube.nodes import term_matches
+from webhook.kube.scheduler.nodeaffinity import PreferredTerms, node_identity
 from webhook.policy.policyset import Policy
 
 
@@ -57,4 +57,4 @@ def apply(
 
 def preferred_score(prefs: list[dict[str, Any]], node: dict[str, Any]) -> int:
     """The NodeAffinity score plugin's raw score: the weights of the matching preferred terms."""
-    return sum(p["weight"] for p in prefs if term_matches(p["preference"], node))
+    return PreferredTerms(prefs).score(*node_identity(node))

@@ -1,4 +1,8 @@
-"""The cluster view and the scheduler predicates the engine counts nodes with."""
+"""The cluster view and the scheduler predicates the engine counts nodes with.
+
+The matching itself is the scheduler model's (kube.scheduler); these tests pin it down as
+the engine's rollout rules and the test kit read it: Node dicts in, yes or no out.
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -7,15 +11,23 @@ import pytest
 
 from tests.kit.workloads import node
 from webhook.cluster.view import ClusterView, StaticClusterView
-from webhook.kube.nodes import (
-    label_int,
-    node_eligible,
-    requirement_matches,
-    term_contradiction,
-    term_matches,
-    terms_match,
-    tolerates,
-)
+from webhook.engine import rollout
+from webhook.kube.nodes import label_int, term_contradiction, tolerates
+from webhook.kube.scheduler.filters import NodeEligibility
+from webhook.kube.scheduler.nodeaffinity import terms_match
+
+
+def requirement_matches(req: dict[str, Any], label: str | None) -> bool:
+    """One requirement, in a term of its own, against a node with (or without) label ``k``."""
+    return terms_match([{"matchExpressions": [req]}], node("n1") if label is None else node("n1", k=label))
+
+
+def term_matches(term: dict[str, Any], n: dict[str, Any]) -> bool:
+    return terms_match([term], n)
+
+
+def node_eligible(pod_spec: dict[str, Any], n: dict[str, Any]) -> bool:
+    return NodeEligibility(pod_spec).admits(n)
 
 
 def test_a_static_view_is_a_cluster_view() -> None:
@@ -167,3 +179,28 @@ def test_a_term_no_node_can_satisfy_says_why(term: dict[str, Any], why: str) -> 
 def test_a_term_some_node_can_satisfy_is_not_flagged(term: dict[str, Any]) -> None:
     assert term_contradiction(term) is None
 
+
+
+@pytest.mark.parametrize(
+    "req",
+    [
+        {"key": "zone", "operator": "In", "values": ["a b"]},  # not a label value
+        {"key": "bad key", "operator": "Exists"},  # not a qualified name
+        {"key": "zone", "operator": "Exists", "values": ["a"]},  # Exists takes no values
+        {"key": "zone", "operator": "Near", "values": ["a"]},  # no such operator
+    ],
+)
+def test_a_requirement_labels_new_requirement_rejects_makes_its_term_match_nothing(req: dict[str, Any]) -> None:
+    # nodeaffinity.LazyErrorNodeSelector: a term that fails to parse never matches, and the
+    # other terms still do (GetRequiredNodeAffinity).
+    n = node("n1", **{"zone": "a", "bad key": "x"})
+    assert not terms_match([{"matchExpressions": [req]}], n)
+    assert terms_match([{"matchExpressions": [req]}, {"matchExpressions": [{"key": "zone", "operator": "In",
+                                                                           "values": ["a"]}]}], n)
+
+
+def test_the_engine_counts_no_domain_for_a_term_the_scheduler_cannot_parse() -> None:
+    nodes = [node(f"n{i}", **{"kubernetes.io/hostname": f"n{i}", "zone": "a"}) for i in range(3)]
+    spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a b"]}]}]}}}}
+    assert rollout.eligible_domains(spec, nodes, "kubernetes.io/hostname") == 0

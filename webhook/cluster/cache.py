@@ -39,9 +39,9 @@ def _meta(obj: Object) -> Mapping[str, Any]:
 
 
 def project_node(obj: Object) -> Projected:
-    """What the engine's node predicates read (kube.nodes.node_eligible, the rollout's domain
-    count): name, labels, taints, unschedulable; plus allocatable and the Ready condition for
-    later users. Heartbeat timestamps are left out, so status reports change nothing here."""
+    """What the engine's node predicates read (``NodeEligibility`` of kube.scheduler.filters,
+    behind the rollout's domain count): name, labels, taints, unschedulable; plus allocatable
+    and the Ready condition for later users. Heartbeat timestamps are left out, so status reports change nothing here."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     ready = [{k: c[k] for k in ("type", "status", "reason") if k in c}
              for c in status.get("conditions") or () if c.get("type") == "Ready"]

@@ -24,8 +24,8 @@ from webhook.engine.context import KEEP, REPLACE, Context
 from webhook.engine.merge import ensure, mapping, scalar
 from webhook.kube import selectors
 from webhook.kube.kinds import Target
-from webhook.kube.nodes import node_eligible
 from webhook.kube.pointers import get_path
+from webhook.kube.scheduler.filters import NodeEligibility
 
 API_DEFAULT = "25%"  # the Deployment defaults for maxSurge and maxUnavailable
 REVISION_KEY = "pod-template-hash"
@@ -83,7 +83,7 @@ def eligible_domains(pod_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, A
 
 
 def _eligibility_key(pod_spec: Mapping[str, Any], topology_key: str) -> str:
-    # Exactly what kube.nodes.node_eligible reads: nodeSelector, required node affinity,
+    # Exactly what NodeEligibility reads: nodeSelector, required node affinity,
     # tolerations. Canonical JSON so equal specs share an entry whatever their key order.
     node_affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED)
     question = [topology_key, pod_spec.get("nodeSelector"), node_affinity, pod_spec.get("tolerations")]
@@ -91,10 +91,11 @@ def _eligibility_key(pod_spec: Mapping[str, Any], topology_key: str) -> str:
 
 
 def _count_domains(pod_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], topology_key: str) -> int:
+    eligibility = NodeEligibility(pod_spec)
     domains = set()
     for node in nodes:
         value = ((node.get("metadata") or {}).get("labels") or {}).get(topology_key)
-        if value is not None and node_eligible(pod_spec, node):
+        if value is not None and eligibility.admits(node):
             domains.add(value)
     return len(domains)
 

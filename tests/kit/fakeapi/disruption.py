@@ -48,7 +48,7 @@ def scaled(value: Any, total: int) -> int:
     if isinstance(value, int):
         return value
     if not value.endswith("%"):
-        raise SyncError(f"invalid value for IntOrString: invalid type: string is not a percentage")
+        raise SyncError("invalid value for IntOrString: invalid type: string is not a percentage")
     try:
         percent = int(value[:-1])
     except ValueError:

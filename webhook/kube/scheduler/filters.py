@@ -8,9 +8,10 @@ node object and so are computed once per pod and node; the last two read the nod
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
+from webhook.kube.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity
 from webhook.kube.scheduler.nodeinfo import NodeInfo
 from webhook.kube.scheduler.status import UNRESOLVABLE, UNSCHEDULABLE, Failure, Reason
 from webhook.kube.scheduler.taints import (
@@ -22,7 +23,7 @@ from webhook.kube.scheduler.taints import (
 if TYPE_CHECKING:
     from webhook.kube.scheduler.plan import Options, PodPlan
 
-__all__ = ["NODE_FILTERS", "node_affinity", "node_name", "node_ports", "node_resources_fit",
+__all__ = ["NODE_FILTERS", "NodeEligibility", "node_affinity", "node_name", "node_ports", "node_resources_fit",
            "node_unschedulable", "taint_toleration"]
 
 NodeFilter = Callable[["PodPlan", NodeInfo, "Options"], "Failure | None"]
@@ -118,3 +119,28 @@ def _fit_failure(reasons: list[str], details: list[str], unresolvable: bool) -> 
 STATIC_FILTERS: tuple[NodeFilter, ...] = (node_unschedulable, node_name, taint_toleration, node_affinity)
 DYNAMIC_FILTERS: tuple[NodeFilter, ...] = (node_ports, node_resources_fit)
 NODE_FILTERS = STATIC_FILTERS + DYNAMIC_FILTERS
+
+
+class NodeEligibility:
+    """Whether a pod spec passes the filters that read the Node object alone - NodeUnschedulable,
+    TaintToleration and NodeAffinity (with nodeSelector), the same functions the model runs -
+    for callers holding Node dicts rather than a scheduling plan: the engine's rollout rules
+    count the topology domains the scheduler would consider with this.
+
+    NodeName is left out: a pod that names its node is not scheduled at all.
+    """
+
+    __slots__ = ("required", "tolerations")
+
+    def __init__(self, pod_spec: Mapping[str, Any]) -> None:
+        self.required = RequiredNodeAffinity.of(pod_spec)
+        self.tolerations: tuple[Mapping[str, Any], ...] = tuple(
+            t for t in pod_spec.get("tolerations") or () if isinstance(t, Mapping))
+
+    def admits(self, node: Mapping[str, Any]) -> bool:
+        spec = node.get("spec") or {}
+        if spec.get("unschedulable") and not tolerations_tolerate(self.tolerations, UNSCHEDULABLE_TAINT):
+            return False
+        if find_untolerated(tuple(spec.get("taints") or ()), self.tolerations) is not None:
+            return False
+        return self.required.trivial or self.required.matches(*node_identity(node))

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.kube.scheduler.labels import NodeRequirement
+from webhook.kube.scheduler.labels import NodeRequirement, str_labels
 
-__all__ = ["NodeSelectorTerm", "PreferredTerms", "RequiredNodeAffinity", "prefilter_node_names"]
+__all__ = ["NodeSelectorTerm", "PreferredTerms", "RequiredNodeAffinity", "node_identity", "prefilter_node_names",
+           "terms_match"]
 
 _NAME_FIELD = "metadata.name"
 
@@ -66,6 +67,19 @@ class NodeSelectorTerm:
 
 def _terms(raw: Sequence[Mapping[str, Any]]) -> tuple[NodeSelectorTerm, ...]:
     return tuple(NodeSelectorTerm(t or {}, i) for i, t in enumerate(raw))
+
+
+def node_identity(node: Mapping[str, Any]) -> tuple[dict[str, str], str]:
+    """What node affinity reads of a Node object: its labels and its name (the one field)."""
+    meta = node.get("metadata") or {}
+    return str_labels(meta.get("labels")), str(meta.get("name") or "")
+
+
+def terms_match(terms: Sequence[Mapping[str, Any]] | None, node: Mapping[str, Any]) -> bool:
+    """Required ``nodeSelectorTerms`` (ORed; None: no required affinity) against a Node object."""
+    if terms is None:
+        return True
+    return RequiredNodeAffinity((), _terms(terms)).matches(*node_identity(node))
 
 
 @dataclass(frozen=True, slots=True)
