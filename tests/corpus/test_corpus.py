@@ -18,8 +18,9 @@ import kubernetes_validate
 import pytest
 
 from webhook import cli
-from webhook.engine import admission, review, rollout
+from webhook.engine import admission, review
 from webhook.files import documents
+from webhook.kube.deployment import resolve
 from webhook.policy import loader
 
 HERE = Path(__file__).resolve().parent
@@ -108,7 +109,7 @@ def _never_finishing(request: Any, outcome: admission.Outcome) -> bool:
     if not ru or not any("could never finish" in w for w in outcome.warnings):
         return False
     replicas = request.object["spec"].get("replicas", 1)
-    assert rollout.resolve(ru.get("maxSurge", "25%"), ru.get("maxUnavailable", "25%"), replicas)[1] == 0, ru
+    assert resolve(ru.get("maxSurge", "25%"), ru.get("maxUnavailable", "25%"), replicas)[1] == 0, ru
     assert outcome.object is not None
     assert outcome.object["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
     return True

@@ -24,8 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from webhook.cluster.view import StaticClusterView
-from webhook.engine import admission, review, rollout
+from webhook.engine import admission, review
 from webhook.files import documents
+from webhook.kube.deployment import resolve
 from webhook.policy import loader
 from webhook.policy.policyset import PolicySet
 
@@ -315,7 +316,7 @@ def _replaced_as_never_finishing(obj: dict[str, Any], out: admission.Outcome) ->
     if not ru or not any("could never finish" in w for w in out.warnings):
         return False
     replicas = obj["spec"].get("replicas", 1)
-    _, unavailable = rollout.resolve(ru.get("maxSurge", "25%"), ru.get("maxUnavailable", "25%"), replicas)
+    _, unavailable = resolve(ru.get("maxSurge", "25%"), ru.get("maxUnavailable", "25%"), replicas)
     assert unavailable == 0, f"the author's {ru} could finish, yet were replaced"
     assert out.object is not None
     assert out.object["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}

@@ -11,6 +11,7 @@ from tests.kit.policies import policy as make_policy
 from tests.kit.workloads import deployment, node, pod_spec_of
 from webhook.cluster.view import StaticClusterView
 from webhook.engine import rollout
+from webhook.kube.deployment import resolve
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 HOST = "kubernetes.io/hostname"
@@ -263,7 +264,7 @@ def test_safe_mode_overrides_the_policys_values_when_a_surge_could_deadlock() ->
 def test_percentages_resolve_as_the_deployment_controller_resolves_them(
     surge: Any, unavailable: Any, replicas: int, resolved: tuple[int, int]
 ) -> None:
-    assert rollout.resolve(surge, unavailable, replicas) == resolved
+    assert resolve(surge, unavailable, replicas) == resolved
 
 
 SPREAD_SAFE = {"placement": {"podAntiAffinity": {"spread": "required"}}, "rollout": {"mode": "safe"}}

@@ -13,21 +13,19 @@ rules in order:
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from fractions import Fraction
 from typing import Any
 
 from webhook.cluster.view import ClusterView, NodeSet
 from webhook.engine.context import KEEP, REPLACE, Context
 from webhook.engine.merge import ensure, mapping, scalar
 from webhook.kube import selectors
+from webhook.kube.deployment import API_DEFAULT, resolve
 from webhook.kube.kinds import Target
 from webhook.kube.pointers import get_path
 from webhook.kube.scheduler.filters import NodeEligibility
 
-API_DEFAULT = "25%"  # the Deployment defaults for maxSurge and maxUnavailable
 REVISION_KEY = "pod-template-hash"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
@@ -255,26 +253,6 @@ def _combined(current: Mapping[str, Any], wanted: Mapping[str, Any], ctx: Contex
         if ctx.mode == REPLACE or have is None or have == API_DEFAULT:
             result[name] = value
     return result
-
-
-def resolve(max_surge: Any, max_unavailable: Any, replicas: int) -> tuple[int, int]:
-    """maxSurge and maxUnavailable as the Deployment controller resolves them
-    (``ResolveFenceposts``, ``MaxUnavailable`` in pkg/controller/deployment/util): a percentage
-    of the replicas, maxSurge rounded up and maxUnavailable down; both zero means one
-    unavailable; maxUnavailable never more than the replicas."""
-    surge = _scaled(max_surge, replicas, round_up=True)
-    unavailable = _scaled(max_unavailable, replicas, round_up=False)
-    if surge == 0 and unavailable == 0:
-        unavailable = 1
-    return surge, min(unavailable, replicas)
-
-
-def _scaled(value: Any, total: int, *, round_up: bool) -> int:
-    """``intstr.GetScaledValueFromIntOrPercent``: an int as it is, "N%" of ``total``."""
-    if isinstance(value, str) and value.endswith("%"):
-        share = Fraction(int(value[:-1]) * total, 100)
-        return math.ceil(share) if round_up else math.floor(share)
-    return int(value)
 
 
 def can_finish(values: Mapping[str, Any], *, replicas: int, decision: Decision) -> bool:

@@ -1,0 +1,34 @@
+"""The Deployment controller's arithmetic (pkg/controller/deployment/util/deployment_util.go).
+
+One implementation, read by the engine's safe-rollout rules and by the rolling-update
+simulation of the scheduler model.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+__all__ = ["API_DEFAULT", "resolve"]
+
+API_DEFAULT = "25%"  # the Deployment defaults for maxSurge and maxUnavailable (SetDefaults_Deployment)
+
+
+def resolve(max_surge: Any, max_unavailable: Any, replicas: int) -> tuple[int, int]:
+    """maxSurge and maxUnavailable as the Deployment controller resolves them
+    (``ResolveFenceposts``, ``MaxUnavailable`` in pkg/controller/deployment/util): a percentage
+    of the replicas, maxSurge rounded up and maxUnavailable down; both zero means one
+    unavailable; maxUnavailable never more than the replicas."""
+    surge = _scaled(max_surge, replicas, round_up=True)
+    unavailable = _scaled(max_unavailable, replicas, round_up=False)
+    if surge == 0 and unavailable == 0:
+        unavailable = 1
+    return surge, min(unavailable, replicas)
+
+
+def _scaled(value: Any, total: int, *, round_up: bool) -> int:
+    """``intstr.GetScaledValueFromIntOrPercent``: an int as it is, "N%" of ``total``."""
+    if isinstance(value, str) and value.endswith("%"):
+        share = Fraction(int(value[:-1]) * total, 100)
+        return math.ceil(share) if round_up else math.floor(share)
+    return int(value)
