@@ -125,3 +125,34 @@ def state_for(incoming: Obj, nodes: Sequence[Obj], pods: Sequence[Obj] = (), *,
     """The PreFilter/PreScore state of ``incoming`` over a snapshot of ``nodes`` and ``pods``."""
     cluster = Cluster.from_objects(nodes, pods, namespaces)
     return plan_state(incoming, cluster, default_selector, options or Options()), cluster
+
+
+# A Deployment being updated over its running pods, for the rollout simulation and its suggestions.
+ONE_PER_NODE = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOSTNAME}]}}
+
+
+def nodes(count: int) -> list[Obj]:
+    return [node(f"n{i}", {HOSTNAME: f"n{i}"}, capacity={"cpu": "4", "memory": "8Gi"}) for i in range(count)]
+
+
+def running(replicas: int, count_nodes: int) -> list[Obj]:
+    """The old revision: one pod of app=web per node, without any anti-affinity."""
+    return [{"metadata": {"name": f"web-old-{i}", "namespace": "default",
+                          "labels": {"app": "web", "pod-template-hash": "old"}},
+             "spec": {"nodeName": f"n{i % count_nodes}", "containers": [{"name": "c", "image": "i"}]}}
+            for i in range(replicas)]
+
+
+def deployment(replicas: int = 2, *, surge: Any = 1, unavailable: Any = 0, affinity: Obj | None = None,
+               strategy: str = "RollingUpdate") -> Obj:
+    pod_spec: Obj = {"containers": [{"name": "c", "image": "i:2"}]}
+    if affinity is not None:
+        pod_spec["affinity"] = affinity
+    spec: Obj = {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod_spec},
+                 "strategy": {"type": strategy}}
+    if strategy == "RollingUpdate":
+        spec["strategy"]["rollingUpdate"] = {"maxSurge": surge, "maxUnavailable": unavailable}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+            "spec": spec}

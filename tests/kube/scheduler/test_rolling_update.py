@@ -6,39 +6,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.kube.scheduler.builders import HOSTNAME, node
+from tests.kube.scheduler.builders import ONE_PER_NODE, deployment, nodes, running
 from webhook.kube.scheduler import Cluster
 from webhook.kube.scheduler.rollingupdate import rolling_update
-
-Obj = dict[str, Any]
-ONE_PER_NODE = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOSTNAME}]}}
-
-
-def nodes(count: int) -> list[Obj]:
-    return [node(f"n{i}", {HOSTNAME: f"n{i}"}, capacity={"cpu": "4", "memory": "8Gi"}) for i in range(count)]
-
-
-def running(replicas: int, count_nodes: int) -> list[Obj]:
-    """The old revision: one pod of app=web per node, without any anti-affinity."""
-    return [{"metadata": {"name": f"web-old-{i}", "namespace": "default",
-                          "labels": {"app": "web", "pod-template-hash": "old"}},
-             "spec": {"nodeName": f"n{i % count_nodes}", "containers": [{"name": "c", "image": "i"}]}}
-            for i in range(replicas)]
-
-
-def deployment(replicas: int = 2, *, surge: Any = 1, unavailable: Any = 0, affinity: Obj | None = None,
-               strategy: str = "RollingUpdate") -> Obj:
-    pod_spec: Obj = {"containers": [{"name": "c", "image": "i:2"}]}
-    if affinity is not None:
-        pod_spec["affinity"] = affinity
-    spec: Obj = {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod_spec},
-                 "strategy": {"type": strategy}}
-    if strategy == "RollingUpdate":
-        spec["strategy"]["rollingUpdate"] = {"maxSurge": surge, "maxUnavailable": unavailable}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
-            "spec": spec}
 
 
 def test_adding_one_per_node_spread_with_surge_one_and_none_unavailable_is_stuck() -> None:

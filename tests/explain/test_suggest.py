@@ -1,0 +1,87 @@
+"""Suggestions are changes after which the simulated rollout completes, smallest first."""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+
+from tests.kube.scheduler.builders import HOSTNAME, ONE_PER_NODE, deployment, node, nodes, running
+from webhook.explain.suggest import suggest
+from webhook.kube.scheduler import Cluster
+
+Obj = dict[str, Any]
+SSD_IN_ZONE_A = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]},
+                          {"key": "zone", "operator": "In", "values": ["a"]}]}]}}}
+
+
+def zoned(count: int, **extra: Any) -> list[Obj]:
+    return [node(f"n{i}", {HOSTNAME: f"n{i}", "zone": "a"}, capacity={"cpu": "4", "memory": "8Gi"}, **extra)
+            for i in range(count)]
+
+
+def test_a_rollout_that_completes_needs_no_suggestion() -> None:
+    assert suggest(deployment(), Cluster.from_objects(nodes(2), running(2, 2))) == []
+
+
+def test_the_stuck_spread_rollout_is_told_to_take_one_down_first_and_that_is_verified() -> None:
+    found = suggest(deployment(affinity=ONE_PER_NODE), Cluster.from_objects(nodes(2), running(2, 2)))
+    assert [s.change for s in found] == ["set maxSurge: 0, maxUnavailable: 1 (take one old pod down before each new one)"]
+    assert found[0].verdict.summary() == "the rollout completes in 4 steps with at least 1 of 2 replicas available"
+
+
+def test_match_label_keys_is_suggested_only_where_the_cluster_honours_it() -> None:
+    cluster = Cluster.from_objects(nodes(2), running(2, 2))
+    unknown = suggest(deployment(affinity=ONE_PER_NODE), cluster)
+    honoured = suggest(deployment(affinity=ONE_PER_NODE), Cluster.from_objects(nodes(2), running(2, 2)),
+                       match_label_keys=True)
+    assert not any("matchLabelKeys" in s.change for s in unknown)
+    scoped = next(s for s in honoured if "matchLabelKeys" in s.change)
+    assert scoped.patch == [{"op": "add", "path": "/spec/template/spec/affinity/podAntiAffinity/"
+                             "requiredDuringSchedulingIgnoredDuringExecution/0/matchLabelKeys",
+                             "value": ["pod-template-hash"]}]
+    assert scoped.verdict.min_available == 2  # old and new no longer repel: nothing goes down early
+
+
+def test_a_term_that_already_selects_the_revision_gets_no_match_label_keys() -> None:
+    # The API server rejects matchLabelKeys naming a key the labelSelector has.
+    affinity = copy.deepcopy(ONE_PER_NODE)
+    term = affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    term["labelSelector"]["matchExpressions"] = [{"key": "pod-template-hash", "operator": "Exists"}]
+    found = suggest(deployment(affinity=affinity), Cluster.from_objects(nodes(2), running(2, 2)), match_label_keys=True)
+    assert not any("matchLabelKeys" in s.change for s in found)
+
+
+def test_the_expression_no_node_satisfies_is_the_one_dropped() -> None:
+    found = suggest(deployment(affinity=SSD_IN_ZONE_A), Cluster.from_objects(zoned(2), running(2, 2)))
+    changes = [s.change for s in found]
+    assert changes == ["drop nodeSelectorTerms[0].matchExpressions[0] (disk In [ssd])",
+                       "make the required node affinity preferred (weight 100)"]
+    assert found[0].patch == [{"op": "remove", "path": "/spec/template/spec/affinity/nodeAffinity/"
+                               "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchExpressions/0"}]
+
+
+def test_made_preferred_the_terms_keep_their_intent_as_a_preference() -> None:
+    found = suggest(deployment(affinity=SSD_IN_ZONE_A), Cluster.from_objects(zoned(2), running(2, 2)))
+    changed = jsonpatch.apply_patch(deployment(affinity=SSD_IN_ZONE_A), found[-1].patch)
+    node_affinity = changed["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    assert node_affinity == {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": SSD_IN_ZONE_A["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+         ["nodeSelectorTerms"][0]}]}
+
+
+def test_a_node_selector_no_node_has_is_dropped() -> None:
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "ssd", "zone": "a"}
+    found = suggest(obj, Cluster.from_objects(zoned(2), running(2, 2)))
+    assert [s.change for s in found] == ["drop nodeSelector disk=ssd"]
+
+
+def test_the_taint_that_keeps_every_node_out_is_tolerated() -> None:
+    tainted = zoned(2, taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+    found = suggest(deployment(), Cluster.from_objects(tainted, running(2, 2)))
+    assert [s.change for s in found] == ["tolerate the taint dedicated=gpu:NoSchedule"]
+    changed = jsonpatch.apply_patch(deployment(), found[0].patch)
+    assert changed["spec"]["template"]["spec"]["tolerations"] == [
+        {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]

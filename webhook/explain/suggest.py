@@ -1,0 +1,150 @@
+"""Changes that make a Deployment schedule and its rollout finish, each one verified.
+
+A candidate is a JSON patch of the Deployment, smallest first: the rollout strategy
+(``maxSurge: 0, maxUnavailable: 1``, or ``matchLabelKeys: [pod-template-hash]`` on the
+required self anti-affinity terms where the cluster honours it, Kubernetes 1.31+), one
+``nodeSelector`` entry dropped, one node-affinity expression dropped from its term (or the
+term's required affinity made preferred, when the expression is all the term has: dropping a
+term from the OR would narrow, and an empty term matches no node), the toleration of a taint
+that kept nodes out. Every candidate is applied and the whole rollout simulated again
+(``kube.scheduler.rollingupdate``); only those after which it completes are suggested, with
+the verdict that proves it.
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jsonpatch
+
+from webhook.engine.rollout import REVISION_KEY, blocking_self_terms
+from webhook.kube.scheduler.cluster import Cluster
+from webhook.kube.scheduler.plan import Options
+from webhook.kube.scheduler.rollingupdate import RolloutVerdict, rolling_update
+from webhook.kube.scheduler.taints import find_untolerated
+
+__all__ = ["Suggestion", "suggest"]
+
+POD = "/spec/template/spec"
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+Patch = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A change (what it does, the JSON patch) and the simulated rollout after it."""
+
+    change: str
+    patch: Patch
+    verdict: RolloutVerdict
+
+
+def suggest(deployment: Mapping[str, Any], cluster: Cluster, *, match_label_keys: bool | None = None,
+            options: Options | None = None, limit: int = 5) -> list[Suggestion]:
+    """Verified changes after which the rollout of ``deployment`` on ``cluster`` completes
+    (none when it already does). ``match_label_keys``: whether the cluster honours
+    ``matchLabelKeys`` in pod affinity terms (None: unknown, not suggested)."""
+    if rolling_update(deployment, cluster, options=options).completes:
+        return []
+    found: list[Suggestion] = []
+    for change, patch in _candidates(deployment, cluster, match_label_keys):
+        changed = jsonpatch.apply_patch(copy.deepcopy(dict(deployment)), patch)
+        verdict = rolling_update(changed, cluster, options=options)
+        if verdict.completes:
+            found.append(Suggestion(change, patch, verdict))
+            if len(found) >= limit:
+                break
+    return found
+
+
+def _candidates(deployment: Mapping[str, Any], cluster: Cluster,
+                match_label_keys: bool | None) -> Iterator[tuple[str, Patch]]:
+    spec = deployment.get("spec") or {}
+    template = spec.get("template") or {}
+    pod_spec = template.get("spec") or {}
+    yield from _strategy(deployment, pod_spec, match_label_keys)
+    for key, value in (pod_spec.get("nodeSelector") or {}).items():
+        yield f"drop nodeSelector {key}={value}", [{"op": "remove", "path": f"{POD}/nodeSelector/{_escape(key)}"}]
+    yield from _node_affinity(pod_spec)
+    yield from _tolerations(pod_spec, cluster)
+
+
+def _strategy(deployment: Mapping[str, Any], pod_spec: Mapping[str, Any],
+              match_label_keys: bool | None) -> Iterator[tuple[str, Patch]]:
+    strategy = (deployment.get("spec") or {}).get("strategy") or {}
+    if strategy.get("type", "RollingUpdate") == "RollingUpdate":
+        yield ("set maxSurge: 0, maxUnavailable: 1 (take one old pod down before each new one)",
+               [{"op": "add", "path": "/spec/strategy",
+                 "value": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}}])
+    if not match_label_keys:
+        return
+    meta = (deployment.get("spec") or {}).get("template", {}).get("metadata") or {}
+    blocking = blocking_self_terms(pod_spec, meta.get("labels") or {}, (deployment.get("metadata") or {}).get("namespace"))
+    anti = ((pod_spec.get("affinity") or {}).get("podAntiAffinity") or {}).get(REQUIRED) or []
+    patch: Patch = []
+    for index, term in enumerate(anti):
+        if not any(term is b for b in blocking) or _selects_key(term.get("labelSelector"), REVISION_KEY):
+            continue  # the API server rejects a matchLabelKeys key that the labelSelector has
+        keys = [*(term.get("matchLabelKeys") or ()), REVISION_KEY]
+        patch.append({"op": "add", "path": f"{POD}/affinity/podAntiAffinity/{REQUIRED}/{index}/matchLabelKeys",
+                      "value": keys})
+    if patch:
+        yield "scope the required anti-affinity to one revision: matchLabelKeys: [pod-template-hash]", patch
+
+
+def _selects_key(selector: Mapping[str, Any] | None, key: str) -> bool:
+    selector = selector or {}
+    return key in (selector.get("matchLabels") or {}) or any(
+        e.get("key") == key for e in selector.get("matchExpressions") or ())
+
+
+def _node_affinity(pod_spec: Mapping[str, Any]) -> Iterator[tuple[str, Patch]]:
+    node_affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = node_affinity.get(REQUIRED)
+    if required is None:
+        return
+    terms = required.get("nodeSelectorTerms") or []
+    base = f"{POD}/affinity/nodeAffinity"
+    for t, term in enumerate(terms):
+        exprs = term.get("matchExpressions") or []
+        many = len(exprs) + len(term.get("matchFields") or []) > 1
+        for e, expr in enumerate(exprs):
+            if many:
+                values = [str(v) for v in expr.get("values") or ()]
+                shown = f"{expr.get('key')} {expr.get('operator')}" + (f" [{', '.join(values)}]" if values else "")
+                yield (f"drop nodeSelectorTerms[{t}].matchExpressions[{e}] ({shown})",
+                       [{"op": "remove", "path": f"{base}/{REQUIRED}/nodeSelectorTerms/{t}/matchExpressions/{e}"}])
+    # The widest change that keeps the intent: every required term becomes a preference.
+    preferred = [{"weight": 100, "preference": term} for term in terms if term]
+    ops: Patch = [{"op": "remove", "path": f"{base}/{REQUIRED}"}]
+    if node_affinity.get(PREFERRED):
+        ops += [{"op": "add", "path": f"{base}/{PREFERRED}/-", "value": p} for p in preferred]
+    elif preferred:
+        ops.append({"op": "add", "path": f"{base}/{PREFERRED}", "value": preferred})
+    yield "make the required node affinity preferred (weight 100)", ops
+
+
+def _tolerations(pod_spec: Mapping[str, Any], cluster: Cluster) -> Iterator[tuple[str, Patch]]:
+    """A toleration for each distinct taint that is the first one keeping some node out
+    (``FindMatchingUntoleratedTaint``), most common first."""
+    tolerations = tuple(t for t in pod_spec.get("tolerations") or () if isinstance(t, Mapping))
+    seen: dict[tuple[str, str, str], int] = {}
+    for node in cluster.nodes.values():
+        taint = find_untolerated(node.taints, tolerations)
+        if taint is not None:
+            found = (str(taint.get("key", "")), str(taint.get("value") or ""), str(taint.get("effect", "")))
+            seen[found] = seen.get(found, 0) + 1
+    for (key, value, effect), _count in sorted(seen.items(), key=lambda kv: (-kv[1], kv[0])):
+        toleration = {"key": key, "operator": "Equal", "value": value, "effect": effect} if value else \
+            {"key": key, "operator": "Exists", "effect": effect}
+        path = f"{POD}/tolerations/-" if "tolerations" in pod_spec else f"{POD}/tolerations"
+        shown = f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+        yield (f"tolerate the taint {shown}",
+               [{"op": "add", "path": path, "value": toleration if path.endswith("-") else [toleration]}])
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
