@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from bench import cluster_bench
+from tests.bench.conftest import RunBench
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -19,13 +17,8 @@ def test_the_nodes_carry_what_the_projection_drops() -> None:
     assert len(json.dumps(node)) > 5000  # most of it is what the cache leaves out
 
 
-def test_the_bench_runs_at_a_tiny_size_and_reports_every_figure() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "cluster_bench.py"), "--nodes", "40", "--namespaces", "10",
-         "--priority-classes", "3", "--check"],
-        capture_output=True, text=True, timeout=120, env=env, check=True,
-    ).stdout
+def test_the_bench_runs_at_a_tiny_size_and_reports_every_figure(run_bench: RunBench) -> None:
+    out = run_bench("cluster_bench.py", "--nodes", "40", "--namespaces", "10", "--priority-classes", "3", "--check")
     assert "synced in " in out and "(target < 5 s): ok" in out, out
     # The fake API server seeds 4 namespaces and 2 system priority classes of its own.
     assert "objects: nodes 40, namespaces 14, priorityclasses 5" in out, out

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from bench import server_bench
+from tests.bench.conftest import RunBench
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -78,12 +77,8 @@ def test_the_throughput_ratio_pairs_each_round_with_the_baseline_measured_beside
 
 
 @linux_only
-def test_the_bench_runs_end_to_end_and_reports_every_figure(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "server_bench.py"), "--rounds", "1", "--seconds", "0.3", "--rate", "50"],
-        capture_output=True, text=True, timeout=300, env=env, check=True,
-    ).stdout
+def test_the_bench_runs_end_to_end_and_reports_every_figure(run_bench: RunBench) -> None:
+    out = run_bench("server_bench.py", "--rounds", "1", "--seconds", "0.3", "--rate", "50", timeout=300)
     for server in ("bare aiohttp TLS app (json)", "bare aiohttp TLS app (webhook's codec)",
                    "webhook, 10 policies", "webhook, 1000 policies"):
         assert out.count(server) == 2, out  # the median row and the every-round row
