@@ -27,8 +27,12 @@ def test_a_rollout_that_completes_needs_no_suggestion() -> None:
 
 def test_the_stuck_spread_rollout_is_told_to_take_one_down_first_and_that_is_verified() -> None:
     found = suggest(deployment(affinity=ONE_PER_NODE), Cluster.from_objects(nodes(2), running(2, 2)))
-    assert [s.change for s in found] == ["set maxSurge: 0, maxUnavailable: 1 (take one old pod down before each new one)"]
+    assert [s.change for s in found] == [
+        "set maxSurge: 0, maxUnavailable: 1 (take one old pod down before each new one)",
+        "add 1 node like n0 (same labels, taints and allocatable)"]
     assert found[0].verdict.summary() == "the rollout completes in 4 steps with at least 1 of 2 replicas available"
+    assert found[1].patch == [] and found[1].nodes == 1
+    assert found[1].verdict.min_available == 2  # the spare node takes the surge pod: nothing goes down
 
 
 def test_match_label_keys_is_suggested_only_where_the_cluster_honours_it() -> None:
@@ -85,3 +89,17 @@ def test_the_taint_that_keeps_every_node_out_is_tolerated() -> None:
     changed = jsonpatch.apply_patch(deployment(), found[0].patch)
     assert changed["spec"]["template"]["spec"]["tolerations"] == [
         {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+
+
+def test_replicas_that_do_not_fit_ask_for_as_many_nodes_as_they_need() -> None:
+    small = [node(f"n{i}", {HOSTNAME: f"n{i}"}, capacity={"cpu": "1", "memory": "8Gi"}) for i in range(2)]
+    obj = deployment(4)
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "600m"}}
+    found = suggest(obj, Cluster.from_objects(small))  # a new Deployment: nothing runs yet
+    assert [s.change for s in found] == ["add 2 nodes like n0, n1 (same labels, taints and allocatable)"]
+    assert found[0].verdict.completes and found[0].nodes == 2
+
+
+def test_no_nodes_are_suggested_when_every_node_is_the_wrong_kind() -> None:
+    tainted = zoned(2, taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+    assert not any(s.nodes for s in suggest(deployment(), Cluster.from_objects(tainted, running(2, 2))))

@@ -6,9 +6,10 @@ required self anti-affinity terms where the cluster honours it, Kubernetes 1.31+
 ``nodeSelector`` entry dropped, one node-affinity expression dropped from its term (or the
 term's required affinity made preferred, when the expression is all the term has: dropping a
 term from the OR would narrow, and an empty term matches no node), the toleration of a taint
-that kept nodes out. Every candidate is applied and the whole rollout simulated again
-(``kube.scheduler.rollingupdate``); only those after which it completes are suggested, with
-the verdict that proves it.
+that kept nodes out; and last, how many more nodes shaped like those that only crowding
+turned away (pods already there, resources taken) would let it finish. Every candidate is
+applied and the whole rollout simulated again (``kube.scheduler.rollingupdate``); only those
+after which it completes are suggested, with the verdict that proves it.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import jsonpatch
 
 from webhook.engine.rollout import REVISION_KEY, blocking_self_terms
 from webhook.kube.scheduler.cluster import Cluster
+from webhook.kube.scheduler.nodeinfo import NodeInfo
 from webhook.kube.scheduler.plan import Options
 from webhook.kube.scheduler.rollingupdate import RolloutVerdict, rolling_update
 from webhook.kube.scheduler.taints import find_untolerated
@@ -28,6 +30,7 @@ from webhook.kube.scheduler.taints import find_untolerated
 __all__ = ["Suggestion", "suggest"]
 
 POD = "/spec/template/spec"
+HOSTNAME = "kubernetes.io/hostname"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 Patch = list[dict[str, Any]]
@@ -35,11 +38,19 @@ Patch = list[dict[str, Any]]
 
 @dataclass(frozen=True)
 class Suggestion:
-    """A change (what it does, the JSON patch) and the simulated rollout after it."""
+    """A change and the simulated rollout after it: a JSON patch of the workload, or nodes to
+    add to the cluster (``nodes``: their count, each shaped like an existing node)."""
 
     change: str
     patch: Patch
     verdict: RolloutVerdict
+    nodes: int = 0
+
+
+# Filters more nodes of an existing, suitable shape can satisfy: a node turned away only by
+# these takes the pod in a copy without its pods. The others (node affinity, taints, a cordon,
+# a named node) turn away every copy of the node too.
+CROWDING = frozenset({"InterPodAffinity", "PodTopologySpread", "NodeResourcesFit", "NodePorts"})
 
 
 def suggest(deployment: Mapping[str, Any], cluster: Cluster, *, match_label_keys: bool | None = None,
@@ -47,7 +58,8 @@ def suggest(deployment: Mapping[str, Any], cluster: Cluster, *, match_label_keys
     """Verified changes after which the rollout of ``deployment`` on ``cluster`` completes
     (none when it already does). ``match_label_keys``: whether the cluster honours
     ``matchLabelKeys`` in pod affinity terms (None: unknown, not suggested)."""
-    if rolling_update(deployment, cluster, options=options).completes:
+    stuck = rolling_update(deployment, cluster, options=options)
+    if stuck.completes:
         return []
     found: list[Suggestion] = []
     for change, patch in _candidates(deployment, cluster, match_label_keys):
@@ -56,8 +68,43 @@ def suggest(deployment: Mapping[str, Any], cluster: Cluster, *, match_label_keys
         if verdict.completes:
             found.append(Suggestion(change, patch, verdict))
             if len(found) >= limit:
-                break
-    return found
+                return found
+    more = _more_nodes(deployment, cluster, stuck, options)
+    return found + ([more] if more is not None else [])
+
+
+def _more_nodes(deployment: Mapping[str, Any], cluster: Cluster, stuck: RolloutVerdict,
+                options: Options | None) -> Suggestion | None:
+    """The fewest nodes, copied in turn from the nodes only crowding kept the pod off, after
+    which the rollout completes (at most one per replica: more would not be the answer)."""
+    if stuck.result is None:
+        return None
+    shapes = sorted(name for name, failures in stuck.result.failures.items()
+                    if failures and all(f.plugin in CROWDING for f in failures))
+    if not shapes:
+        return None
+    replicas = stuck.replicas
+    for count in range(1, replicas + 1):
+        extra = [_copy_of(cluster.nodes[shapes[i % len(shapes)]].obj, i) for i in range(count)]
+        bigger = Cluster([*cluster.nodes.values(), *(NodeInfo(n) for n in extra)], cluster.namespace_labels,
+                         cluster.pdbs)
+        verdict = rolling_update(deployment, bigger, options=options)
+        if verdict.completes:
+            like = ", ".join(dict.fromkeys(shapes[i % len(shapes)] for i in range(count)))
+            noun = "node" if count == 1 else "nodes"
+            return Suggestion(f"add {count} {noun} like {like} (same labels, taints and allocatable)", [],
+                              verdict, nodes=count)
+    return None
+
+
+def _copy_of(node: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """A new, empty node shaped like ``node``: its own name and hostname label."""
+    meta = node.get("metadata") or {}
+    name = f"{meta.get('name', 'node')}-copy-{index}"
+    labels = dict(meta.get("labels") or {})
+    if HOSTNAME in labels:
+        labels[HOSTNAME] = name
+    return {**node, "metadata": {**meta, "name": name, "labels": labels}}
 
 
 def _candidates(deployment: Mapping[str, Any], cluster: Cluster,
