@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.kit.policies import PROD_SSD_YAML
+from tests.kit.yaml_bombs import billion_laughs
 from webhook import ANNOTATION_APPLIED, cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -276,16 +277,7 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: yaml-bomb}
 data:
-  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-  b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-  c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-  d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-  e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-  f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-  g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-  h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-  i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-"""
+""" + billion_laughs("  ")
 
 
 def test_a_billion_laughs_manifest_is_an_input_error_and_the_other_files_are_still_mutated(

@@ -52,3 +52,18 @@ spec:
   match: {kinds: [Deployment], namespaceSelector: {matchLabels: {env: prod}}}
   placement: {nodeSelector: {disk: ssd}}
 """
+
+
+# The smallest useful policy: every Deployment onto SSD nodes.
+SSD_POLICY = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata:
+  name: ssd
+spec:
+  match:
+    kinds: [Deployment]
+  placement:
+    nodeSelector:
+      disktype: ssd
+"""

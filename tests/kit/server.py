@@ -10,19 +10,6 @@ from typing import Any
 
 from webhook.server import certs
 
-SSD_POLICY = """\
-apiVersion: placement.novasphere.dev/v1alpha1
-kind: PlacementPolicy
-metadata:
-  name: ssd
-spec:
-  match:
-    kinds: [Deployment]
-  placement:
-    nodeSelector:
-      disktype: ssd
-"""
-
 ZONE_POLICY = """\
 apiVersion: placement.novasphere.dev/v1alpha1
 kind: PlacementPolicy

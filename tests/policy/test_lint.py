@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.kit.yaml_bombs import billion_laughs
 from webhook import cli
 
 PolicyFile = Callable[..., Path]
@@ -19,15 +20,7 @@ kind: PlacementPolicy
 metadata:
   name: bomb
   annotations:
-    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-    b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-    c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-    d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-    e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-    f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-    g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-    h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-    i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+""" + billion_laughs("    ") + """\
 spec:
   scheduling: {schedulerName: s}
 """

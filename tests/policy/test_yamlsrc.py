@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.kit.yaml_bombs import billion_laughs
 from webhook.files import documents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,17 +98,7 @@ def test_unreadable_files_are_yaml_errors(tmp_path: Path) -> None:
 
 
 # The "billion laughs" of CVE-2019-11253: nine levels of nine aliases, 9**9 strings once expanded.
-BILLION_LAUGHS = """\
-a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-"""
+BILLION_LAUGHS = billion_laughs("")
 
 
 def test_a_billion_laughs_document_is_refused_quickly_as_excessive_aliasing_at_an_alias_line() -> None:

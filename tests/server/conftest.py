@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit.server import SSD_POLICY, Pki, make_pki
+from tests.kit.policies import SSD_POLICY
+from tests.kit.server import Pki, make_pki
 
 
 @pytest.fixture

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.kit.policies import SSD_POLICY
 from tests.kit.reviews import admission_review
-from tests.kit.server import SSD_POLICY, Pki
+from tests.kit.server import Pki
 from tests.kit.workloads import deployment
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,9 +14,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from tests.kit.policies import SSD_POLICY
 from tests.kit.reviews import admission_review, decode_patch
-from tests.kit.server import BROKEN_POLICY, SSD_POLICY, ZONE_POLICY, Pki, sample
+from tests.kit.server import BROKEN_POLICY, ZONE_POLICY, Pki, sample
 from tests.kit.workloads import deployment
+from tests.kit.yaml_bombs import billion_laughs
 from webhook.engine import admission, review
 from webhook.server import app, reload
 
@@ -74,16 +76,7 @@ def test_a_broken_change_keeps_the_last_good_set_and_reports_file_and_line(polic
 
 BILLION_LAUGHS = SSD_POLICY.replace("name: ssd", "name: bomb") + """\
   bomb:
-    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-    b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-    c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-    d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-    e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-    f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-    g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-    h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-    i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-"""
+""" + billion_laughs("    ")
 
 
 def test_a_billion_laughs_change_is_refused_quickly_and_the_set_in_force_kept(policy_dir: Path) -> None:

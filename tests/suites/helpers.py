@@ -7,20 +7,9 @@ from typing import Any
 
 import yaml
 
-APPLIED = "placement.novasphere.dev/applied"
+from tests.kit.policies import SSD_POLICY
 
-SSD_POLICY = """\
-apiVersion: placement.novasphere.dev/v1alpha1
-kind: PlacementPolicy
-metadata:
-  name: ssd
-spec:
-  match:
-    kinds: [Deployment]
-  placement:
-    nodeSelector:
-      disktype: ssd
-"""
+APPLIED = "placement.novasphere.dev/applied"
 
 WEB: dict[str, Any] = {
     "apiVersion": "apps/v1",

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
+from tests.kit.policies import SSD_POLICY
 from webhook.suites import load
 from webhook.suites import run as suite_run
 
 from .helpers import (
     APPLIED,
     SSD_PATCH,
-    SSD_POLICY,
     WEB,
     case,
     web_with_ssd,
