@@ -26,6 +26,7 @@ from webhook.engine.fragments import (
     term_key,
 )
 from webhook.kube import selectors
+from webhook.kube.deployment import REVISION_KEY
 from webhook.kube.nodes import term_contradiction
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -81,7 +82,7 @@ def freeze(value: Any, *, revision_free: bool = False) -> Any:
 
 def _freeze_entry(key: str, value: Any, revision_free: bool) -> Any:
     if revision_free and key == "matchLabelKeys" and isinstance(value, list):
-        return frozenset(v for v in value if v != "pod-template-hash")
+        return frozenset(v for v in value if v != REVISION_KEY)
     return freeze(value, revision_free=revision_free)
 
 

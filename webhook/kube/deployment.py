@@ -1,4 +1,4 @@
-"""The Deployment controller's arithmetic (pkg/controller/deployment/util/deployment_util.go).
+"""The Deployment controller's revision label and arithmetic (pkg/controller/deployment/util/deployment_util.go).
 
 One implementation, read by the engine's safe-rollout rules and by the rolling-update
 simulation of the scheduler model.
@@ -9,9 +9,11 @@ import math
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["API_DEFAULT", "resolve"]
+__all__ = ["API_DEFAULT", "REVISION_KEY", "resolve"]
 
 API_DEFAULT = "25%"  # the Deployment defaults for maxSurge and maxUnavailable (SetDefaults_Deployment)
+# apps/v1 DefaultDeploymentUniqueLabelKey: the label the controller stamps on each revision's pods.
+REVISION_KEY = "pod-template-hash"
 
 
 def resolve(max_surge: Any, max_unavailable: Any, replicas: int) -> tuple[int, int]:

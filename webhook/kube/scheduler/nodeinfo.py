@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from webhook.kube.scheduler.labels import str_labels
+from webhook.kube.scheduler.nodeaffinity import node_identity
 from webhook.kube.scheduler.podinfo import PodInfo
 from webhook.kube.scheduler.resources import Resource, to_resource
 
@@ -42,11 +42,9 @@ class NodeInfo:
     )
 
     def __init__(self, node: Mapping[str, Any]) -> None:
-        meta = node.get("metadata") or {}
         spec = node.get("spec") or {}
         self.obj = node
-        self.name = str(meta.get("name") or "")
-        self.labels = str_labels(meta.get("labels"))
+        self.labels, self.name = node_identity(node)
         self.taints: tuple[Mapping[str, Any], ...] = tuple(spec.get("taints") or ())
         self.unschedulable = bool(spec.get("unschedulable"))
         # NodeInfo.SetNode: Allocatable = NewResource(node.Status.Allocatable) - capacity is not read.

@@ -33,15 +33,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.kube import selectors
-from webhook.kube.deployment import API_DEFAULT, resolve
+from webhook.kube.deployment import API_DEFAULT, REVISION_KEY, resolve
 from webhook.kube.scheduler.cluster import Cluster
 from webhook.kube.scheduler.framework import Result, place
 from webhook.kube.scheduler.plan import Options
 from webhook.kube.scheduler.podinfo import PodInfo
 
 __all__ = ["RolloutStep", "RolloutVerdict", "rolling_update"]
-
-REVISION_KEY = "pod-template-hash"
 
 
 @dataclass(frozen=True)
@@ -113,7 +111,8 @@ def rolling_update(deployment: Mapping[str, Any], cluster: Cluster, *, options: 
                 "metadata": {"name": f"{name}-{revision}-{index}", "namespace": namespace, "labels": labels},
                 "spec": template.get("spec") or {}}
 
-    old = [p for p, _ in cluster.pods()
+    # Old pods with the node each runs on: pods never move, so this is read once.
+    old = [(p, node.name) for p, node in cluster.pods()
            if p.namespace == namespace and selectors.matches(selector, p.labels) and p.labels.get(REVISION_KEY) != revision]
     new_replicas, bound = 0, 0
     pending: list[dict[str, Any]] = []
@@ -139,10 +138,11 @@ def rolling_update(deployment: Mapping[str, Any], cluster: Cluster, *, options: 
         min_available = replicas - unavailable
         max_scaled_down = len(old) + new_replicas - min_available - len(pending)
         down = len(old) if kind == "Recreate" else max(0, min(max_scaled_down, len(old)))
-        leaving = _to_delete(old, down, cluster)
+        leaving = _to_delete(old, down)
         if leaving:
             cluster = cluster.evict(leaving)
-            old = [p for p in old if p not in leaving]
+            gone = {p.id for p in leaving}
+            old = [(p, node) for p, node in old if p.id not in gone]
         step_lowest = len(old) + bound
         lowest = min(lowest, step_lowest)
         # the scheduler, one pending pod at a time
@@ -180,10 +180,9 @@ def _with_revision(selector: Mapping[str, Any], revision: str) -> dict[str, Any]
     return {**selector, "matchLabels": {**(selector.get("matchLabels") or {}), REVISION_KEY: revision}}
 
 
-def _to_delete(old: list[PodInfo], count: int, cluster: Cluster) -> list[PodInfo]:
+def _to_delete(old: list[tuple[PodInfo, str]], count: int) -> list[PodInfo]:
     if count <= 0:
         return []
-    where = {p.id: node.name for p, node in cluster.pods()}
-    crowd = Counter(where.get(p.id) for p in old)
-    ranked = sorted(old, key=lambda p: (-crowd[where.get(p.id)], p.name))
-    return ranked[:count]
+    crowd = Counter(node for _, node in old)
+    ranked = sorted(old, key=lambda pair: (-crowd[pair[1]], pair[0].name))
+    return [p for p, _ in ranked[:count]]
