@@ -103,3 +103,12 @@ def test_replicas_that_do_not_fit_ask_for_as_many_nodes_as_they_need() -> None:
 def test_no_nodes_are_suggested_when_every_node_is_the_wrong_kind() -> None:
     tainted = zoned(2, taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
     assert not any(s.nodes for s in suggest(deployment(), Cluster.from_objects(tainted, running(2, 2))))
+
+
+def test_a_null_tolerations_field_is_set_rather_than_appended_to() -> None:
+    tainted = zoned(2, taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["tolerations"] = None
+    found = suggest(obj, Cluster.from_objects(tainted, running(2, 2)))
+    assert found[0].patch == [{"op": "add", "path": "/spec/template/spec/tolerations", "value": [
+        {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]}]

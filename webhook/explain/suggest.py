@@ -20,7 +20,9 @@ from typing import Any
 
 import jsonpatch
 
-from webhook.engine.rollout import REVISION_KEY, blocking_self_terms
+from webhook.engine.merge import PREFERRED, REQUIRED
+from webhook.engine.rollout import blocking_self_terms
+from webhook.kube.deployment import REVISION_KEY
 from webhook.kube.scheduler.cluster import Cluster
 from webhook.kube.scheduler.nodeinfo import NodeInfo
 from webhook.kube.scheduler.plan import Options
@@ -31,8 +33,6 @@ __all__ = ["Suggestion", "suggest"]
 
 POD = "/spec/template/spec"
 HOSTNAME = "kubernetes.io/hostname"
-REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 Patch = list[dict[str, Any]]
 
 
@@ -112,14 +112,14 @@ def _candidates(deployment: Mapping[str, Any], cluster: Cluster,
     spec = deployment.get("spec") or {}
     template = spec.get("template") or {}
     pod_spec = template.get("spec") or {}
-    yield from _strategy(deployment, pod_spec, match_label_keys)
+    yield from _strategy(deployment, template, match_label_keys)
     for key, value in (pod_spec.get("nodeSelector") or {}).items():
         yield f"drop nodeSelector {key}={value}", [{"op": "remove", "path": f"{POD}/nodeSelector/{_escape(key)}"}]
     yield from _node_affinity(pod_spec)
     yield from _tolerations(pod_spec, cluster)
 
 
-def _strategy(deployment: Mapping[str, Any], pod_spec: Mapping[str, Any],
+def _strategy(deployment: Mapping[str, Any], template: Mapping[str, Any],
               match_label_keys: bool | None) -> Iterator[tuple[str, Patch]]:
     strategy = (deployment.get("spec") or {}).get("strategy") or {}
     if strategy.get("type", "RollingUpdate") == "RollingUpdate":
@@ -128,8 +128,9 @@ def _strategy(deployment: Mapping[str, Any], pod_spec: Mapping[str, Any],
                  "value": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}}])
     if not match_label_keys:
         return
-    meta = (deployment.get("spec") or {}).get("template", {}).get("metadata") or {}
-    blocking = blocking_self_terms(pod_spec, meta.get("labels") or {}, (deployment.get("metadata") or {}).get("namespace"))
+    pod_spec = template.get("spec") or {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    blocking = blocking_self_terms(pod_spec, labels, (deployment.get("metadata") or {}).get("namespace"))
     anti = ((pod_spec.get("affinity") or {}).get("podAntiAffinity") or {}).get(REQUIRED) or []
     patch: Patch = []
     for index, term in enumerate(anti):
@@ -177,6 +178,7 @@ def _node_affinity(pod_spec: Mapping[str, Any]) -> Iterator[tuple[str, Patch]]:
 def _tolerations(pod_spec: Mapping[str, Any], cluster: Cluster) -> Iterator[tuple[str, Patch]]:
     """A toleration for each distinct taint that is the first one keeping some node out
     (``FindMatchingUntoleratedTaint``), most common first."""
+    as_list = isinstance(pod_spec.get("tolerations"), list)
     tolerations = tuple(t for t in pod_spec.get("tolerations") or () if isinstance(t, Mapping))
     seen: dict[tuple[str, str, str], int] = {}
     for node in cluster.nodes.values():
@@ -187,10 +189,11 @@ def _tolerations(pod_spec: Mapping[str, Any], cluster: Cluster) -> Iterator[tupl
     for (key, value, effect), _count in sorted(seen.items(), key=lambda kv: (-kv[1], kv[0])):
         toleration = {"key": key, "operator": "Equal", "value": value, "effect": effect} if value else \
             {"key": key, "operator": "Exists", "effect": effect}
-        path = f"{POD}/tolerations/-" if "tolerations" in pod_spec else f"{POD}/tolerations"
         shown = f"{key}={value}:{effect}" if value else f"{key}:{effect}"
-        yield (f"tolerate the taint {shown}",
-               [{"op": "add", "path": path, "value": toleration if path.endswith("-") else [toleration]}])
+        # Append to a list the pod has; otherwise "add" sets the member, null or absent alike.
+        op = {"op": "add", "path": f"{POD}/tolerations/-", "value": toleration} if as_list else \
+            {"op": "add", "path": f"{POD}/tolerations", "value": [toleration]}
+        yield f"tolerate the taint {shown}", [op]
 
 
 def _escape(key: str) -> str:
