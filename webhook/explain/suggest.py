@@ -14,36 +14,56 @@ after which it completes are suggested, with the verdict that proves it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import jsonpatch
 
 from webhook.engine.merge import PREFERRED, REQUIRED
 from webhook.engine.rollout import blocking_self_terms
+from webhook.kube import pointers
 from webhook.kube.deployment import REVISION_KEY
 from webhook.kube.scheduler.cluster import Cluster
+from webhook.kube.scheduler.framework import Result
 from webhook.kube.scheduler.nodeinfo import NodeInfo
 from webhook.kube.scheduler.plan import Options
-from webhook.kube.scheduler.rollingupdate import RolloutVerdict, rolling_update
+from webhook.kube.scheduler.rollingupdate import rolling_update
 from webhook.kube.scheduler.taints import find_untolerated
 
-__all__ = ["Suggestion", "suggest"]
+__all__ = ["Simulation", "Suggestion", "Verdict", "suggest"]
 
 POD = "/spec/template/spec"
 HOSTNAME = "kubernetes.io/hostname"
 Patch = list[dict[str, Any]]
 
 
+class Verdict(Protocol):
+    """What a simulation answers: whether every replica placed (and the rollout finished),
+    how many replicas there are, and the scheduling cycle of a pod left pending."""
+
+    @property
+    def completes(self) -> bool: ...
+
+    @property
+    def replicas(self) -> int: ...
+
+    @property
+    def result(self) -> Result | None: ...
+
+
+# A simulation of a (changed) workload on a cluster: the rollout, or placing its replicas.
+Simulation = Callable[[Mapping[str, Any], Cluster], Verdict]
+
+
 @dataclass(frozen=True)
 class Suggestion:
-    """A change and the simulated rollout after it: a JSON patch of the workload, or nodes to
-    add to the cluster (``nodes``: their count, each shaped like an existing node)."""
+    """A change and the simulation after it: a JSON patch of the workload, or nodes to add
+    to the cluster (``nodes``: their count, each shaped like an existing node)."""
 
     change: str
     patch: Patch
-    verdict: RolloutVerdict
+    verdict: Verdict
     nodes: int = 0
 
 
@@ -54,47 +74,80 @@ CROWDING = frozenset({"InterPodAffinity", "PodTopologySpread", "NodeResourcesFit
 
 
 def suggest(deployment: Mapping[str, Any], cluster: Cluster, *, match_label_keys: bool | None = None,
-            options: Options | None = None, limit: int = 5) -> list[Suggestion]:
-    """Verified changes after which the rollout of ``deployment`` on ``cluster`` completes
+            options: Options | None = None, limit: int = 5, simulate: Simulation | None = None,
+            pod_path: str | None = POD, rollout: bool = True, add_nodes: bool = True) -> list[Suggestion]:
+    """Verified changes after which the simulation of ``deployment`` on ``cluster`` completes
     (none when it already does). ``match_label_keys``: whether the cluster honours
-    ``matchLabelKeys`` in pod affinity terms (None: unknown, not suggested)."""
-    stuck = rolling_update(deployment, cluster, options=options)
+    ``matchLabelKeys`` in pod affinity terms (None: unknown, not suggested).
+
+    ``simulate`` defaults to the Deployment's rolling update; ``pod_path`` is the pointer of
+    the workload's pod spec (None: it has none to patch, as a Wukong VM), ``rollout`` whether
+    strategy changes are candidates (a Deployment's) and ``add_nodes`` whether more nodes can
+    help (not for a DaemonSet, which runs a pod on each new node too), so the same search
+    serves every kind.
+    """
+    if simulate is None:
+        simulate = lambda obj, snapshot: rolling_update(obj, snapshot, options=options)  # noqa: E731
+    stuck = simulate(deployment, cluster)
     if stuck.completes:
         return []
     found: list[Suggestion] = []
-    for change, patch in _candidates(deployment, cluster, match_label_keys):
-        changed = jsonpatch.apply_patch(copy.deepcopy(dict(deployment)), patch)
-        verdict = rolling_update(changed, cluster, options=options)
+    for change, patch in _candidates(deployment, cluster, match_label_keys, pod_path, rollout):
+        try:
+            changed = jsonpatch.apply_patch(copy.deepcopy(dict(deployment)), patch)
+        except jsonpatch.JsonPatchException:
+            continue  # the object is not shaped as the candidate assumed: not a change to offer
+        verdict = simulate(changed, cluster)
         if verdict.completes:
             found.append(Suggestion(change, patch, verdict))
             if len(found) >= limit:
                 return found
-    more = _more_nodes(deployment, cluster, stuck, options)
+    more = _more_nodes(deployment, cluster, stuck, simulate) if add_nodes else None
     return found + ([more] if more is not None else [])
 
 
-def _more_nodes(deployment: Mapping[str, Any], cluster: Cluster, stuck: RolloutVerdict,
-                options: Options | None) -> Suggestion | None:
+def _more_nodes(deployment: Mapping[str, Any], cluster: Cluster, stuck: Verdict,
+                simulate: Simulation) -> Suggestion | None:
     """The fewest nodes, copied in turn from the nodes only crowding kept the pod off, after
-    which the rollout completes (at most one per replica: more would not be the answer)."""
+    which the simulation completes."""
     if stuck.result is None:
         return None
     shapes = sorted(name for name, failures in stuck.result.failures.items()
                     if failures and all(f.plugin in CROWDING for f in failures))
     if not shapes:
         return None
-    replicas = stuck.replicas
-    for count in range(1, replicas + 1):
+
+    def with_nodes(count: int) -> Verdict:
         extra = [_copy_of(cluster.nodes[shapes[i % len(shapes)]].obj, i) for i in range(count)]
         bigger = Cluster([*cluster.nodes.values(), *(NodeInfo(n) for n in extra)], cluster.namespace_labels,
                          cluster.pdbs)
-        verdict = rolling_update(deployment, bigger, options=options)
+        return simulate(deployment, bigger)
+
+    # More nodes of these shapes only add room, so the fewest that suffice (at most one per
+    # replica: more would not be the answer) is found by doubling and then halving the range,
+    # each count simulated in full; the count suggested is one that was simulated to complete.
+    low, high = 0, 1
+    while high <= stuck.replicas:
+        verdict = with_nodes(high)
         if verdict.completes:
-            like = ", ".join(dict.fromkeys(shapes[i % len(shapes)] for i in range(count)))
-            noun = "node" if count == 1 else "nodes"
-            return Suggestion(f"add {count} {noun} like {like} (same labels, taints and allocatable)", [],
-                              verdict, nodes=count)
-    return None
+            break
+        low, high = high, high * 2
+    else:
+        high = stuck.replicas
+        verdict = with_nodes(high)
+        if not verdict.completes:
+            return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        attempt = with_nodes(middle)
+        if attempt.completes:
+            high, verdict = middle, attempt
+        else:
+            low = middle
+    like = ", ".join(dict.fromkeys(shapes[i % len(shapes)] for i in range(high)))
+    noun = "node" if high == 1 else "nodes"
+    return Suggestion(f"add {high} {noun} like {like} (same labels, taints and allocatable)", [], verdict,
+                      nodes=high)
 
 
 def _copy_of(node: Mapping[str, Any], index: int) -> dict[str, Any]:
@@ -107,16 +160,19 @@ def _copy_of(node: Mapping[str, Any], index: int) -> dict[str, Any]:
     return {**node, "metadata": {**meta, "name": name, "labels": labels}}
 
 
-def _candidates(deployment: Mapping[str, Any], cluster: Cluster,
-                match_label_keys: bool | None) -> Iterator[tuple[str, Patch]]:
+def _candidates(deployment: Mapping[str, Any], cluster: Cluster, match_label_keys: bool | None, pod_path: str | None,
+                rollout: bool) -> Iterator[tuple[str, Patch]]:
     spec = deployment.get("spec") or {}
     template = spec.get("template") or {}
-    pod_spec = template.get("spec") or {}
-    yield from _strategy(deployment, template, match_label_keys)
+    if rollout:
+        yield from _strategy(deployment, template, match_label_keys)
+    pod_spec = pointers.resolve(deployment, pod_path)[1] if pod_path is not None else None
+    if pod_path is None or not isinstance(pod_spec, Mapping):
+        return
     for key, value in (pod_spec.get("nodeSelector") or {}).items():
-        yield f"drop nodeSelector {key}={value}", [{"op": "remove", "path": f"{POD}/nodeSelector/{_escape(key)}"}]
-    yield from _node_affinity(pod_spec)
-    yield from _tolerations(pod_spec, cluster)
+        yield f"drop nodeSelector {key}={value}", [{"op": "remove", "path": f"{pod_path}/nodeSelector/{_escape(key)}"}]
+    yield from _node_affinity(pod_spec, pod_path)
+    yield from _tolerations(pod_spec, cluster, pod_path)
 
 
 def _strategy(deployment: Mapping[str, Any], template: Mapping[str, Any],
@@ -149,13 +205,13 @@ def _selects_key(selector: Mapping[str, Any] | None, key: str) -> bool:
         e.get("key") == key for e in selector.get("matchExpressions") or ())
 
 
-def _node_affinity(pod_spec: Mapping[str, Any]) -> Iterator[tuple[str, Patch]]:
+def _node_affinity(pod_spec: Mapping[str, Any], pod_path: str) -> Iterator[tuple[str, Patch]]:
     node_affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = node_affinity.get(REQUIRED)
     if required is None:
         return
     terms = required.get("nodeSelectorTerms") or []
-    base = f"{POD}/affinity/nodeAffinity"
+    base = f"{pod_path}/affinity/nodeAffinity"
     for t, term in enumerate(terms):
         exprs = term.get("matchExpressions") or []
         many = len(exprs) + len(term.get("matchFields") or []) > 1
@@ -175,7 +231,7 @@ def _node_affinity(pod_spec: Mapping[str, Any]) -> Iterator[tuple[str, Patch]]:
     yield "make the required node affinity preferred (weight 100)", ops
 
 
-def _tolerations(pod_spec: Mapping[str, Any], cluster: Cluster) -> Iterator[tuple[str, Patch]]:
+def _tolerations(pod_spec: Mapping[str, Any], cluster: Cluster, pod_path: str) -> Iterator[tuple[str, Patch]]:
     """A toleration for each distinct taint that is the first one keeping some node out
     (``FindMatchingUntoleratedTaint``), most common first."""
     as_list = isinstance(pod_spec.get("tolerations"), list)
@@ -191,8 +247,8 @@ def _tolerations(pod_spec: Mapping[str, Any], cluster: Cluster) -> Iterator[tupl
             {"key": key, "operator": "Exists", "effect": effect}
         shown = f"{key}={value}:{effect}" if value else f"{key}:{effect}"
         # Append to a list the pod has; otherwise "add" sets the member, null or absent alike.
-        op = {"op": "add", "path": f"{POD}/tolerations/-", "value": toleration} if as_list else \
-            {"op": "add", "path": f"{POD}/tolerations", "value": [toleration]}
+        op = {"op": "add", "path": f"{pod_path}/tolerations/-", "value": toleration} if as_list else \
+            {"op": "add", "path": f"{pod_path}/tolerations", "value": [toleration]}
         yield f"tolerate the taint {shown}", [op]
 
 

@@ -54,6 +54,7 @@ class RolloutStep:
     available: int  # after the step
     lowest: int  # the fewest available during the step (after the deletions, before placing)
     pods: int  # old and new pods after the controller's moves (maxSurge bounds this)
+    scores: tuple[tuple[int, tuple[str, ...]], ...] = ()  # per placed pod: its node's score and the tied nodes
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ def rolling_update(deployment: Mapping[str, Any], cluster: Cluster, *, options: 
         lowest = min(lowest, step_lowest)
         # the scheduler, one pending pod at a time
         placed: list[tuple[str, str]] = []
+        scores: list[tuple[int, tuple[str, ...]]] = []
         still: list[dict[str, Any]] = []
         for pod in pending:
             placement = place(pod, cluster, default_selector=rs_selector, options=options)
@@ -156,10 +158,11 @@ def rolling_update(deployment: Mapping[str, Any], cluster: Cluster, *, options: 
                 continue
             cluster = placement.cluster
             placed.append((pod["metadata"]["name"], placement.node))
+            scores.append((placement.result.score(placement.node), placement.tied))
         pending, bound = still, bound + len(placed)
         steps.append(RolloutStep(number, tuple(created), tuple(p.name for p in leaving), tuple(placed),
                                  tuple(p["metadata"]["name"] for p in pending), len(old) + bound, step_lowest,
-                                 len(old) + new_replicas))
+                                 len(old) + new_replicas, tuple(scores)))
         if not created and not leaving and not placed:
             steps.pop()  # the fixed point itself is no step
             stuck = pending[0]["metadata"]["name"] if pending else None
