@@ -159,3 +159,18 @@ def test_deep_json_that_only_the_json_fallback_reads_is_an_error_not_a_crash(tmp
     path.write_text(f'{{"{key}": ' + "[" * 5_000 + "]" * 5_000 + "}\n", encoding="utf-8")
     with pytest.raises(documents.YamlError, match="long.json:1: invalid JSON: nests too deeply"):
         documents.load_file(path)
+
+
+def test_bulk_json_skips_the_line_map_and_reads_the_same_data(tmp_path: Path) -> None:
+    dump = tmp_path / "state.yaml"  # kubectl get -o json output saved under any name
+    dump.write_text('{"apiVersion": "v1", "kind": "List", "items": [{"kind": "Node", "metadata": {"name": "a"}}]}')
+    (fast,) = documents.load_file(dump, locate=False)
+    (slow,) = documents.load_file(dump)
+    assert fast.data == slow.data and fast.lines == {(): 1} and len(slow.lines) > 1
+
+
+def test_bulk_json_that_is_broken_still_names_its_line(tmp_path: Path) -> None:
+    dump = tmp_path / "state.json"
+    dump.write_text('{\n  "kind": "List",\n  "items": [,]\n}')
+    with pytest.raises(documents.YamlError, match=r"state.json:3: invalid JSON"):
+        documents.load_file(dump, locate=False)
