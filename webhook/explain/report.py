@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,9 @@ from webhook.kube.scheduler.framework import Result
 from webhook.kube.scheduler.plan import Options
 from webhook.kube.scheduler.rollingupdate import RolloutVerdict, rolling_update
 
-__all__ = ["Explanation", "ReplicaRow", "explain", "render"]
+__all__ = ["Explanation", "Progress", "ReplicaRow", "explain", "render"]
+
+Progress = Callable[[str], None]
 
 UPDATABLE = ("Deployment", "StatefulSet")
 NODES_SHOWN = 10  # per reason in the text report; the machine form lists every node
@@ -99,8 +101,9 @@ class Explanation:
 
 def explain(obj: Mapping[str, Any], target: Target, state: ClusterState, *, namespace: str = "default",
             replicas: int | None = None, update: bool | None = None, options: Options | None = None,
-            suggestions: bool = True) -> Explanation:
-    """Explain ``obj`` (already mutated by the policies, when they apply) on ``state``."""
+            suggestions: bool = True, progress: Progress | None = None) -> Explanation:
+    """Explain ``obj`` (already mutated by the policies, when they apply) on ``state``;
+    ``progress`` is told what is being simulated, for a progress line."""
     def workload_of(o: Mapping[str, Any]) -> Workload:
         return build(o, target, namespace=namespace, priority_classes=state.priority_classes, nodes=state.nodes,
                      replicas=replicas)
@@ -120,13 +123,16 @@ def explain(obj: Mapping[str, Any], target: Target, state: ClusterState, *, name
         update = False
     pod_path = pointers.pointer(target.pod_spec) if target.pod_spec is not None else None
     search = functools.partial(suggest, match_label_keys=state.view.supports_match_label_keys(), options=options,
-                               pod_path=pod_path, add_nodes=target.kind != "DaemonSet")
+                               pod_path=pod_path, add_nodes=target.kind != "DaemonSet", progress=progress)
+    say = progress or _quiet
     if update and target.kind == "Deployment":
+        say(f"simulating the update of {workload.name}")
         verdict = rolling_update(obj, state.cluster, options=options)
         found = search(obj, state.cluster) if suggestions and not verdict.completes else []
         return Explanation(target.kind, workload.namespace, workload.name, _rollout_rows(verdict),
                            verdict.result, verdict, found, notes)
     if update:
+        say(f"simulating the update of {workload.name}")
         verdict = statefulset_update(obj, workload, state.cluster, options=options)
 
         def simulate_update(o: Mapping[str, Any], cluster: Cluster) -> RolloutVerdict:
@@ -144,11 +150,16 @@ def explain(obj: Mapping[str, Any], target: Target, state: ClusterState, *, name
         changed = workload_of(o)
         return place_all(changed, cluster.evict(own_pods(changed, cluster)), options=options)
 
+    say(f"placing the {len(workload.pods)} replica(s) of {workload.name}")
     placement = simulate_fresh(obj, state.cluster)
     found = search(obj, state.cluster, simulate=simulate_fresh, rollout=False) \
         if suggestions and not placement.completes else []
     rows = [ReplicaRow(r.index, r.pod, r.node, r.score, r.tied, r.message, r.victims) for r in placement.items]
     return Explanation(target.kind, workload.namespace, workload.name, rows, placement.result, None, found, notes)
+
+
+def _quiet(_: str) -> None:
+    pass
 
 
 def _rollout_rows(verdict: RolloutVerdict) -> list[ReplicaRow]:
@@ -256,10 +267,17 @@ def _rows(rows: list[ReplicaRow]) -> list[str]:
 def _row(row: ReplicaRow) -> str:
     text = f"replica {row.index} ({row.pod}) -> {row.node}"
     if row.score is not None:
-        text += f" (score {row.score}" + (f", tied with {', '.join(row.tied)}" if row.tied else "") + ")"
+        text += f" (score {row.score}" + (f", {_tied(row.tied)}" if row.tied else "") + ")"
     if row.victims:
         text += f", preempting {', '.join(row.victims)}"
     return text
+
+
+def _tied(nodes: tuple[str, ...], shown: int = 3) -> str:
+    """The nodes with the same top score (the scheduler picks one of them at random)."""
+    if len(nodes) <= shown:
+        return f"tied with {', '.join(nodes)}"
+    return f"tied with {len(nodes)} nodes: {', '.join(nodes[:shown])} and {len(nodes) - shown} more"
 
 
 def _reasons(result: Result) -> list[str]:

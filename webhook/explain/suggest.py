@@ -75,7 +75,8 @@ CROWDING = frozenset({"InterPodAffinity", "PodTopologySpread", "NodeResourcesFit
 
 def suggest(deployment: Mapping[str, Any], cluster: Cluster, *, match_label_keys: bool | None = None,
             options: Options | None = None, limit: int = 5, simulate: Simulation | None = None,
-            pod_path: str | None = POD, rollout: bool = True, add_nodes: bool = True) -> list[Suggestion]:
+            pod_path: str | None = POD, rollout: bool = True, add_nodes: bool = True,
+            progress: Callable[[str], None] | None = None) -> list[Suggestion]:
     """Verified changes after which the simulation of ``deployment`` on ``cluster`` completes
     (none when it already does). ``match_label_keys``: whether the cluster honours
     ``matchLabelKeys`` in pod affinity terms (None: unknown, not suggested).
@@ -93,6 +94,8 @@ def suggest(deployment: Mapping[str, Any], cluster: Cluster, *, match_label_keys
         return []
     found: list[Suggestion] = []
     for change, patch in _candidates(deployment, cluster, match_label_keys, pod_path, rollout):
+        if progress is not None:
+            progress(f"verifying: {change}")
         try:
             changed = jsonpatch.apply_patch(copy.deepcopy(dict(deployment)), patch)
         except jsonpatch.JsonPatchException:
@@ -102,6 +105,8 @@ def suggest(deployment: Mapping[str, Any], cluster: Cluster, *, match_label_keys
             found.append(Suggestion(change, patch, verdict))
             if len(found) >= limit:
                 return found
+    if add_nodes and progress is not None:
+        progress("counting the nodes that would be missing")
     more = _more_nodes(deployment, cluster, stuck, simulate) if add_nodes else None
     return found + ([more] if more is not None else [])
 
