@@ -117,6 +117,7 @@ class Informer:
         self.relists = 0  # complete LISTs after the first
         self.errors = 0
         self.last_error = ""
+        self.last_exception: BaseException | None = None  # the error behind last_error (its status, for callers)
         self.watching = False  # a watch stream is open (the API server answered it)
 
     # -- reading (never awaits) --
@@ -185,6 +186,7 @@ class Informer:
     def _failed(self, exc: BaseException) -> None:
         self.errors += 1
         self.last_error = f"{type(exc).__name__}: {exc}"
+        self.last_exception = exc
         log.warning("informer %s: %s", self.name, self.last_error)
 
     async def _list(self, resource_version: str) -> None:

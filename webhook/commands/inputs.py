@@ -69,37 +69,21 @@ LIVE_VIEW_TIMEOUT = 30.0  # seconds to list the cluster's nodes, namespaces and 
 
 
 def live_view(kubeconfig: str, context: str | None) -> ClusterView | int:
-    """The cluster view read once, as the server's cache would hold it."""
+    """The cluster view read once (``cluster.snapshot``), as the server's cache would hold it."""
     import asyncio
 
-    from webhook.cluster import config
+    from webhook.cluster import config, snapshot
+    from webhook.cluster.view import StaticClusterView
 
     try:
         where = config.load(kubeconfig, context)
     except config.ConfigError as exc:
         return usage(str(exc))
-    view = asyncio.run(_read_once(where))
-    if isinstance(view, str):
-        print(f"error: {view}", file=sys.stderr)
+    read = asyncio.run(snapshot.read_once(where, timeout=LIVE_VIEW_TIMEOUT, scheduling=False))
+    if isinstance(read, str):
+        print(f"error: {read}", file=sys.stderr)
         return Exit.FINDINGS
-    return view
-
-
-async def _read_once(where: Any) -> ClusterView | str:
-    from webhook.cluster.cache import ClusterCache
-    from webhook.cluster.client import Client
-
-    client = Client(where)
-    cache = ClusterCache(client)
-    try:
-        await cache.start()
-        if not await cache.wait_synced(LIVE_VIEW_TIMEOUT):
-            errors = "; ".join(f"{name}: {s['last_error']}" for name, s in cache.status().items() if s["last_error"])
-            return f"could not read the cluster at {where.host} within {LIVE_VIEW_TIMEOUT:.0f} s ({errors or 'no answer'})"
-        return cache  # its stores stay in memory once its watches stop
-    finally:
-        await cache.stop()
-        await client.close()
+    return StaticClusterView.from_objects(read.objects, match_label_keys=read.match_label_keys)
 
 
 def cluster_view(paths: list[str]) -> ClusterView | int:

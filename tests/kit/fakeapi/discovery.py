@@ -77,10 +77,15 @@ DEPLOYMENTS = Resource("apps", "deployments", "deployment", "Deployment", True, 
                        status=True, generation=True)
 REPLICASETS = Resource("apps", "replicasets", "replicaset", "ReplicaSet", True, ("rs",), ("all",),
                        status=True, generation=True)
+STATEFULSETS = Resource("apps", "statefulsets", "statefulset", "StatefulSet", True, ("sts",), ("all",),
+                        status=True, generation=True)
+DAEMONSETS = Resource("apps", "daemonsets", "daemonset", "DaemonSet", True, ("ds",), ("all",),
+                      status=True, generation=True)
 NODE_METRICS = Resource("metrics.k8s.io", "nodes", "", "NodeMetrics", False, verbs=("get", "list"))
 POD_METRICS = Resource("metrics.k8s.io", "pods", "", "PodMetrics", True, verbs=("get", "list"))
 
-ALL_STORED = (PODS, NODES, NAMESPACES, EVENTS, PRIORITY_CLASSES, LEASES, PDBS, DEPLOYMENTS, REPLICASETS)
+ALL_STORED = (PODS, NODES, NAMESPACES, EVENTS, PRIORITY_CLASSES, LEASES, PDBS, DEPLOYMENTS, REPLICASETS,
+              STATEFULSETS, DAEMONSETS)
 BY_STORAGE = {r.storage_key: r for r in ALL_STORED}
 
 
@@ -106,7 +111,7 @@ class ServedApi:
     def __post_init__(self) -> None:
         m = self.minor
         gvs = [GroupVersion("", "v1", (NAMESPACES, NODES, PODS, EVENTS)),
-               GroupVersion("apps", "v1", (DEPLOYMENTS, REPLICASETS))]
+               GroupVersion("apps", "v1", (DEPLOYMENTS, REPLICASETS, STATEFULSETS, DAEMONSETS))]
         if m >= 19:
             gvs.append(GroupVersion("events.k8s.io", "v1", (EVENTS_V1,)))
         if m >= 14:

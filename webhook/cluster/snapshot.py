@@ -1,0 +1,382 @@
+"""The cluster read once, for ``placement-webhook explain --kubeconfig`` (SPEC sections 6 and 7).
+
+``read_once`` lists Nodes, Namespaces, PriorityClasses, Pods, PodDisruptionBudgets,
+Deployments, ReplicaSets, StatefulSets and DaemonSets through the same watch-backed
+``ClusterCache`` the server runs (paginated LISTs, retries with the reflector's backoff), waits
+for every informer's first complete list, stops the cache and hands back the projected objects,
+each stamped with its ``apiVersion`` and ``kind`` so that ``Cluster.from_dump`` can sort them as
+it sorts a ``kubectl get -o yaml`` dump.
+
+What is read is what the kube-scheduler's own informers see:
+
+* Pods are listed with the field selector ``status.phase!=Succeeded,status.phase!=Failed``, as
+  the scheduler's pod informer is (``NewPodInformer`` / ``newPodInformer`` in
+  pkg/scheduler/scheduler.go): finished pods hold no resources and never matter to a filter.
+* PodDisruptionBudgets come from ``policy/v1`` when the server serves it, else from
+  ``policy/v1beta1`` (v1.19 and v1.20 servers), chosen by discovery (``GET /apis/policy``).
+
+Each object keeps only what the model reads (SPEC 6: 150,000 pods in well under 1 GiB): the
+projections keep subtrees of the object they were given (which the informer decodes for them
+and then drops) rather than copies, and the pods of one read share equal subtrees (the replicas
+of a workload carry the same affinity, tolerations, containers and labels), which takes a
+typical Deployment's pod from about 5 KiB to about 1.4 KiB. Snapshot objects are read-only.
+
+The answer is a ``Snapshot`` or, when the cluster cannot be read, a one-line message naming the
+API server and each failing request's last error: at ``timeout`` at the latest, and at once
+when the API server refuses a request for good (401, 403, 404: a one-shot read does not wait
+for RBAC to change, as ``kubectl get`` does not).
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import msgspec
+
+from .cache import NAMESPACES, NODES, PRIORITY_CLASSES, ClusterCache
+from .client import ApiError, Client
+from .config import ClusterConfig
+from .informer import (
+    REFLECTOR_BACKOFF,
+    Backoff,
+    Informer,
+    Object,
+    Projected,
+    Projection,
+)
+
+__all__ = ["SharedValues", "Snapshot", "project_pdb", "project_pod", "project_workload", "read_once"]
+
+PODS, PDBS = "pods", "poddisruptionbudgets"
+DEPLOYMENTS, REPLICASETS, STATEFULSETS, DAEMONSETS = "deployments", "replicasets", "statefulsets", "daemonsets"
+
+# newPodInformer (pkg/scheduler/scheduler.go): the scheduler never lists finished pods.
+SCHEDULER_POD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+POD_PATH = "/api/v1/pods?" + urlencode({"fieldSelector": SCHEDULER_POD_SELECTOR})
+
+# How long a request may outlive the read's deadline. The deadline is the only clock: a
+# request's own timer firing in the same instant as the deadline's cancellation can turn that
+# cancellation into an ordinary TimeoutError, which the retry loops would then swallow (seen
+# with aiohttp 3.14 on Python 3.11). So every request is bounded by the read and ends with it.
+REQUEST_GRACE = 1.0
+# How often the wait for the first lists looks for a request the API server refused for good.
+POLL = 0.05
+# Answers that retrying will not change within a one-shot read: bad credentials, RBAC, a
+# resource (or /version) the server does not serve. Everything else is retried until ``timeout``.
+FINAL_STATUSES = frozenset({401, 403, 404})
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The cluster as read once: projected objects stamped with apiVersion and kind (Node, Pod,
+    Namespace, PriorityClass, PodDisruptionBudget, Deployment, ReplicaSet, StatefulSet,
+    DaemonSet), the API server's version and whether pod affinity may use matchLabelKeys (as
+    ``ClusterCache.supports_match_label_keys``). The objects share subtrees: do not change them."""
+
+    objects: list[dict[str, Any]]
+    server_version: tuple[int, int] | None
+    match_label_keys: bool | None
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [obj for obj in self.objects if obj.get("kind") == kind]
+
+
+# ---- projections ----
+
+Share = Callable[[Any], Any]
+
+
+def _unshared(value: Any) -> Any:
+    return value
+
+
+class SharedValues:
+    """Equal values kept once across the objects of one read: the replicas of a workload carry
+    the same affinity, tolerations, containers, labels and owner, and 150,000 pods would otherwise
+    hold 150,000 copies of each (most of a projected pod's size); strings that repeat (namespace,
+    node, phase, scheduler name) are interned. A projection given ``share=SharedValues()``
+    returns objects that share such values: treat them as read-only."""
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, Any] = {}
+        self._encode = msgspec.json.Encoder().encode
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return sys.intern(value)
+        if not isinstance(value, (dict, list)) or not value:
+            return value
+        # Equal values from one API server encode alike (fields in their Go struct order); a
+        # value that encodes differently is merely kept twice.
+        return self._seen.setdefault(self._encode(value), value)
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+def _meta(obj: Object) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _identity(meta: Mapping[str, Any], share: Share) -> dict[str, Any]:
+    metadata = {"name": meta.get("name"), "namespace": share(meta.get("namespace")),
+                "labels": share(dict(meta.get("labels") or {})), "uid": meta.get("uid")}
+    # ownerReferences as ``metav1.GetControllerOf`` and the rollout read them: kind, name and
+    # whether the owner is the controller.
+    owners = [{k: ref[k] for k in ("kind", "name", "controller") if k in ref}
+              for ref in meta.get("ownerReferences") or () if isinstance(ref, Mapping)]
+    if owners:
+        metadata["ownerReferences"] = share(owners)
+    return metadata
+
+
+def _kept(source: Mapping[str, Any], keys: Iterable[str], share: Share = _unshared) -> dict[str, Any]:
+    """The keys of ``source`` that are set (absent stays absent: nil and empty differ in the API)."""
+    return {k: share(v) for k in keys if (v := source.get(k)) is not None}
+
+
+def _requests_only(resources: Any) -> dict[str, Any] | None:
+    """``resources`` reduced to ``requests``: ``resource.PodRequests`` reads nothing else (the API
+    server has already defaulted missing requests from limits, SetDefaults_Pod)."""
+    requests = (resources or {}).get("requests") if isinstance(resources, Mapping) else None
+    return {"requests": requests} if requests else None
+
+
+def _container(container: Mapping[str, Any], *, init: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": container.get("name")}
+    resources = _requests_only(container.get("resources"))
+    if resources is not None:
+        out["resources"] = resources
+    # schedutil.GetHostPorts: only ports with a hostPort occupy anything on the node.
+    ports = [{k: p[k] for k in ("containerPort", "hostPort", "hostIP", "protocol") if k in p}
+             for p in container.get("ports") or () if isinstance(p, Mapping) and p.get("hostPort")]
+    if ports:
+        out["ports"] = ports
+    if init and container.get("restartPolicy") is not None:
+        out["restartPolicy"] = container["restartPolicy"]  # "Always": a sidecar (KEP-753)
+    return out
+
+
+_POD_SPEC_KEPT = ("nodeName", "priority", "preemptionPolicy", "schedulerName", "overhead", "affinity",
+                  "tolerations", "topologySpreadConstraints")
+
+
+def project_pod(obj: Object, *, share: Share = _unshared) -> Projected:
+    """What the scheduler model reads of a bound pod (``PodInfo``: identity, labels, priority,
+    requests as ``resource.PodRequests`` counts them, host ports, affinity terms, start time)
+    plus what placement and rollouts read besides (owner, tolerations, spread constraints,
+    phase). Images, env, volumes, probes, conditions and managedFields are dropped."""
+    meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
+    metadata = _identity(meta, share)
+    if meta.get("deletionTimestamp") is not None:
+        metadata["deletionTimestamp"] = meta["deletionTimestamp"]
+    pod_spec = _kept(spec, _POD_SPEC_KEPT, share)
+    resources = _requests_only(spec.get("resources"))  # pod-level resources (PodLevelResources)
+    if resources is not None:
+        pod_spec["resources"] = share(resources)
+    pod_spec["containers"] = share([_container(c, init=False) for c in spec.get("containers") or ()
+                                    if isinstance(c, Mapping)])
+    if spec.get("initContainers"):
+        pod_spec["initContainers"] = share([_container(c, init=True) for c in spec["initContainers"]
+                                            if isinstance(c, Mapping)])
+    return {"metadata": metadata, "spec": pod_spec, "status": _kept(status, ("phase", "startTime"), share)}
+
+
+def project_pdb(obj: Object) -> Projected:
+    """What DefaultPreemption (``filterPodsWithPDBViolation``) and the eviction checks read of a
+    PodDisruptionBudget. The selector is kept as given: nil and empty differ, and an empty one
+    selects every pod under policy/v1 but none under policy/v1beta1."""
+    meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
+    return {"metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+            "spec": _kept(spec, ("selector", "minAvailable", "maxUnavailable")),
+            "status": _kept(status, ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods",
+                                     "disruptedPods"))}
+
+
+_WORKLOAD_STATUS = (
+    "replicas", "readyReplicas", "updatedReplicas", "availableReplicas",  # Deployment, ReplicaSet, StatefulSet
+    "desiredNumberScheduled", "currentNumberScheduled", "numberReady", "updatedNumberScheduled",  # DaemonSet
+    "numberAvailable",
+)
+
+
+def project_workload(obj: Object) -> Projected:
+    """A Deployment, ReplicaSet, StatefulSet or DaemonSet: identity, owner (a ReplicaSet's
+    Deployment), replicas, selector, the update strategy (``strategy`` or ``updateStrategy``) and
+    the pod template kept whole, since explain compares templates to find the running revision."""
+    meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
+    return {"metadata": _identity(meta, _unshared),
+            "spec": _kept(spec, ("replicas", "selector", "strategy", "updateStrategy", "template")),
+            "status": _kept(status, _WORKLOAD_STATUS)}
+
+
+# ---- reading ----
+
+@dataclass(frozen=True)
+class _Resource:
+    """One informer of a read: where it lists, how it projects, what its objects are stamped."""
+
+    path: str
+    project: Projection
+    api_version: str
+    kind: str
+
+
+# Registered by ClusterCache itself; only their stamps are needed here.
+_CACHE_STAMPS: dict[str, tuple[str, str]] = {
+    NODES: ("v1", "Node"),
+    NAMESPACES: ("v1", "Namespace"),
+    PRIORITY_CLASSES: ("scheduling.k8s.io/v1", "PriorityClass"),
+}
+
+
+def _more_resources(pdb_api: str | None) -> dict[str, _Resource]:
+    """The informers a read adds to the cache's own, with a table of shared pod subtrees that
+    lives as long as this read's cache."""
+    pods = functools.partial(project_pod, share=SharedValues())
+    out = {
+        PODS: _Resource(POD_PATH, pods, "v1", "Pod"),
+        DEPLOYMENTS: _Resource("/apis/apps/v1/deployments", project_workload, "apps/v1", "Deployment"),
+        REPLICASETS: _Resource("/apis/apps/v1/replicasets", project_workload, "apps/v1", "ReplicaSet"),
+        STATEFULSETS: _Resource("/apis/apps/v1/statefulsets", project_workload, "apps/v1", "StatefulSet"),
+        DAEMONSETS: _Resource("/apis/apps/v1/daemonsets", project_workload, "apps/v1", "DaemonSet"),
+    }
+    if pdb_api is not None:
+        out[PDBS] = _Resource(f"/apis/{pdb_api}/poddisruptionbudgets", project_pdb, pdb_api, "PodDisruptionBudget")
+    return out
+
+
+class _Refused(Exception):
+    """The API server refused a request for good (see FINAL_STATUSES)."""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _describe(exc: BaseException) -> str:
+    return _one_line(f"{type(exc).__name__}: {exc}")
+
+
+def _refused(exc: BaseException | None) -> bool:
+    return isinstance(exc, ApiError) and exc.status in FINAL_STATUSES
+
+
+@dataclass
+class _Reading:
+    """One read: where it got to, so that a timeout can say what was still missing."""
+
+    deadline: float  # on the event loop's clock
+    scheduling: bool = True  # also what the scheduler model reads (pods, PDBs, workloads)
+    step: str = "/version"  # the discovery request under way
+    errors: dict[str, str] = field(default_factory=dict)  # discovery requests' last errors
+    cache: ClusterCache | None = None
+
+    async def run(self, client: Client) -> Snapshot:
+        version, pdb_api = await self._discover(client)
+        cache = self.cache = ClusterCache(client)
+        cache.server_version = version  # known: the cache does not ask for it again
+        stamps = dict(_CACHE_STAMPS)
+        for name, resource in (_more_resources(pdb_api) if self.scheduling else {}).items():
+            cache.add(name, resource.path, resource.project)
+            stamps[name] = (resource.api_version, resource.kind)
+        await cache.start()
+        while not await cache.wait_synced(min(POLL, self.remaining())):
+            if any(_refused(i.last_exception) for i in cache.informers.values()):
+                raise _Refused()
+        return Snapshot(_stamped(cache.informers, stamps), version, cache.supports_match_label_keys())
+
+    async def _discover(self, client: Client) -> tuple[tuple[int, int], str | None]:
+        """The server version and the PodDisruptionBudget group-version, retried with the
+        reflector's backoff (as the informers retry) until they answer."""
+        backoff = Backoff(REFLECTOR_BACKOFF)
+        version: tuple[int, int] | None = None
+        while True:
+            self.remaining()
+            try:
+                if version is None:
+                    self.step = "/version"
+                    version = await client.version()
+                self.step = "/apis/policy"
+                pdb_api = await _pdb_group_version(client) if self.scheduling else None
+                self.errors.clear()
+                return version, pdb_api
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # any failure: retried until the deadline, reported then
+                self.errors = {self.step: _describe(exc)}
+                if _refused(exc):
+                    raise _Refused() from exc
+            await asyncio.sleep(min(backoff.next(), self.remaining()))
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline; TimeoutError when none are. The deadline also
+        cancels the read, but the loops check it too, so that no swallowed cancellation can
+        keep them going."""
+        left = self.deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            raise TimeoutError
+        return left
+
+    def failures(self, *, refused_only: bool = False) -> str:
+        """"step: last error" for each discovery request and informer that has not succeeded."""
+        parts = [f"{step}: {error}" for step, error in self.errors.items()]
+        if self.cache is None and not parts:
+            parts.append(f"{self.step}: no answer")  # its first try is still waiting
+        if self.cache is not None:
+            for name, informer in self.cache.informers.items():
+                if refused_only and not _refused(informer.last_exception):
+                    continue
+                if not informer.synced:
+                    parts.append(f"{name}: {_one_line(informer.last_error) or 'not listed yet'}")
+        return "; ".join(parts) or "no answer"
+
+
+async def _pdb_group_version(client: Client) -> str | None:
+    """``policy/v1`` when served (v1.21 on), else ``policy/v1beta1`` (removed in v1.25); None
+    when the server serves neither (nothing to read)."""
+    try:
+        group = await client.get("/apis/policy")
+    except ApiError as exc:
+        if exc.status == 404:  # no policy group at all
+            return None
+        raise
+    served = {str(v.get("groupVersion")) for v in group.get("versions") or () if isinstance(v, Mapping)}
+    return next((gv for gv in ("policy/v1", "policy/v1beta1") if gv in served), None)
+
+
+def _stamped(informers: Mapping[str, Informer], stamps: Mapping[str, tuple[str, str]]) -> list[dict[str, Any]]:
+    """Every informer's objects with apiVersion and kind set (LIST items carry neither). The
+    projections are stamped in place: the stores are this read's own and are dropped with it."""
+    objects: list[dict[str, Any]] = []
+    for name, informer in informers.items():
+        api_version, kind = stamps[name]
+        for obj in informer.values():
+            obj["apiVersion"], obj["kind"] = api_version, kind
+            objects.append(obj)
+    return objects
+
+
+async def read_once(where: ClusterConfig, *, timeout: float = 30.0, scheduling: bool = True) -> Snapshot | str:
+    """Read the cluster once through the watch-backed cache. A ``str`` is a one-line error
+    message naming the host and each failing request's last error; nothing waits past
+    ``timeout`` seconds. ``scheduling=False`` reads only what admission's cluster view holds
+    (Nodes, Namespaces, PriorityClasses), as ``mutate --kubeconfig`` needs."""
+    client = Client(where, request_timeout=timeout + REQUEST_GRACE)
+    reading = _Reading(asyncio.get_running_loop().time() + timeout, scheduling)
+    try:
+        async with asyncio.timeout_at(reading.deadline):
+            return await reading.run(client)
+    except _Refused:
+        return f"could not read the cluster at {where.host} ({reading.failures(refused_only=True)})"
+    except TimeoutError:
+        return f"could not read the cluster at {where.host} within {timeout:g} s ({reading.failures()})"
+    finally:
+        if reading.cache is not None:
+            await reading.cache.stop()
+        await client.close()
