@@ -5,4 +5,4 @@ Modules import heavy dependencies (aiohttp, the kubernetes client) inside ``run`
 """
 
 # In the order ``--help`` lists them.
-NAMES = ("serve", "mutate", "lint", "schema", "test", "certs")
+NAMES = ("serve", "mutate", "explain", "lint", "schema", "test", "certs")
