@@ -165,3 +165,30 @@ def skipped_namespace(cluster: Cluster, webhook: Webhook) -> str:
 @pytest.fixture
 def wait_mutating() -> Callable[[Cluster, str], None]:
     return wait_for_mutation
+
+
+# --- the real kube-scheduler (test_explain_scheduler) --------------------------------------------
+
+from tests.kit.envtest import Scheduler, find_scheduler, scheduler_skip_reason  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def scheduler_binary(assets: Path) -> Path:
+    """``kube-scheduler`` in KUBEBUILDER_ASSETS; a skip saying so when it is not there."""
+    binary = find_scheduler(assets)
+    if binary is None:
+        pytest.skip(scheduler_skip_reason(assets))
+    return binary
+
+
+@pytest.fixture(scope="session")
+def scheduler(scheduler_binary: Path, control_plane: ControlPlane,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scheduler]:
+    """kube-scheduler against the session's control plane. ``scheduler_binary`` comes first, so
+    a missing binary skips before the control plane is started for nothing."""
+    server = Scheduler(control_plane=control_plane, workdir=tmp_path_factory.mktemp("kube-scheduler"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()

@@ -451,3 +451,109 @@ def stopped(webhook: Webhook) -> Iterator[None]:
         yield
     finally:
         webhook.start()
+
+
+# --- kube-scheduler: the real scheduler, for holding `explain` against it -----------------------
+
+SCHEDULER = "kube-scheduler"
+
+
+def find_scheduler(assets: Path) -> Path | None:
+    """``kube-scheduler`` in the assets folder when it is there and executable, else None.
+
+    setup-envtest ships etcd, kube-apiserver and kubectl only; the tests that compare
+    ``explain`` with the real scheduler need the kube-scheduler binary of the same release
+    copied next to them."""
+    binary = assets / SCHEDULER
+    return binary if os.access(binary, os.X_OK) else None
+
+
+def scheduler_skip_reason(assets: Path) -> str:
+    return (
+        f"{SCHEDULER} is missing from KUBEBUILDER_ASSETS ({assets}): comparing `explain` with the real "
+        f"scheduler needs an executable {SCHEDULER} next to etcd and kube-apiserver (setup-envtest does not "
+        "ship it: copy the kube-scheduler binary of the same Kubernetes release there)"
+    )
+
+
+def binary_version(binary: Path) -> tuple[int, int] | None:
+    """(major, minor) from ``binary --version`` (``Kubernetes v1.19.16``); None when unreadable."""
+    try:
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"v(\d+)\.(\d+)", done.stdout + done.stderr)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def insecure_context() -> ssl.SSLContext:
+    """TLS without verification, for a server's self-signed serving certificate."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+@dataclass
+class Scheduler:
+    """kube-scheduler with its default profile, against a ``ControlPlane`` with the admin kubeconfig.
+
+    It serves /healthz only on its secure port (a free one, loopback, a self-signed certificate
+    in ``--cert-dir``), with delegated authentication and authorization through the same
+    kubeconfig, so the admin token is accepted there. Leader election is off: it schedules from
+    the start. The insecure port of v1.19-v1.22 (10251 on every interface by default) is turned
+    off with ``--port=0``, which v1.23 still accepts (as its only value) and v1.24 dropped."""
+
+    control_plane: ControlPlane
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    process: Process | None = field(default=None, init=False)
+
+    @property
+    def binary(self) -> Path:
+        return self.control_plane.assets / SCHEDULER
+
+    @property
+    def healthz(self) -> str:
+        return f"https://127.0.0.1:{self.port}/healthz"
+
+    def argv(self, kubeconfig: Path, version: tuple[int, int] | None) -> list[str]:
+        argv = [
+            str(self.binary),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}",
+            f"--cert-dir={self.workdir / 'scheduler-pki'}",
+            # Level 2 logs each pod's scheduling attempt: the log says why, when a test fails.
+            "--v=2",
+        ]
+        if version is not None and version < (1, 24):
+            argv.append("--port=0")
+        return argv
+
+    def start(self) -> None:
+        kubeconfig = self.control_plane.write_kubeconfig(self.workdir / "scheduler.kubeconfig")
+        version = binary_version(self.binary) or self.control_plane.server_version()
+        process = Process(SCHEDULER, self.argv(kubeconfig, version), self.workdir / "kube-scheduler.log")
+        self.process = process
+        process.start()
+        context = insecure_context()
+        wait_until(
+            lambda: process.answers(self.healthz, context=context, token=self.control_plane.token),
+            what="kube-scheduler /healthz",
+            timeout=60,
+        )
+
+    def stop(self) -> int | None:
+        code = self.process.stop() if self.process else None
+        self.process = None
+        return code
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.running()
+
+    def tail(self, lines: int = 40) -> str:
+        return self.process.tail(lines) if self.process else ""
