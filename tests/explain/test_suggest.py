@@ -7,7 +7,10 @@ from typing import Any
 import jsonpatch
 
 from tests.kube.scheduler.builders import HOSTNAME, ONE_PER_NODE, deployment, node, nodes, running
+from webhook.explain.simulate import place_all
 from webhook.explain.suggest import suggest
+from webhook.explain.workloads import build
+from webhook.kube.kinds import BUILTIN
 from webhook.kube.scheduler import Cluster
 
 Obj = dict[str, Any]
@@ -112,3 +115,30 @@ def test_a_null_tolerations_field_is_set_rather_than_appended_to() -> None:
     found = suggest(obj, Cluster.from_objects(tainted, running(2, 2)))
     assert found[0].patch == [{"op": "add", "path": "/spec/template/spec/tolerations", "value": [
         {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]}]
+
+
+def _fresh(obj: Any, cluster: Cluster) -> Any:
+    """Place a new Deployment's replicas (explain's simulation of a workload being created)."""
+    (target,) = BUILTIN.with_kind("Deployment")
+    return place_all(build(obj, target), cluster)
+
+
+def test_a_required_in_expression_is_widened_by_the_values_of_the_nodes_it_turned_away() -> None:
+    zones = [node(f"n{i}", {HOSTNAME: f"n{i}", "zone": z}, capacity={"cpu": "4"}) for i, z in enumerate("aabc")]
+    affinity = {**ONE_PER_NODE, "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}
+    web = deployment(replicas=3, affinity=affinity)  # one per node, and only 2 nodes in zone a
+    found = suggest(web, Cluster.from_objects(zones), simulate=_fresh, rollout=False)
+    assert found[0].change == "widen nodeSelectorTerms[0].matchExpressions[0] (zone In [a]) to also allow b, c"
+    assert found[0].patch[0]["value"] == ["a", "b", "c"] and found[0].verdict.completes
+
+
+def test_a_required_not_in_expression_is_narrowed_to_let_the_turned_away_nodes_in() -> None:
+    pool = [node(f"n{i}", {HOSTNAME: f"n{i}", "pool": p}, capacity={"cpu": "4"}) for i, p in enumerate(["web", "batch"])]
+    affinity = {**ONE_PER_NODE, "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "NotIn", "values": ["batch", "gpu"]}]}]}}}
+    found = suggest(deployment(replicas=2, affinity=affinity), Cluster.from_objects(pool), simulate=_fresh,
+                    rollout=False)
+    assert found[0].change == ("narrow nodeSelectorTerms[0].matchExpressions[0] (pool NotIn [batch, gpu]) to no longer "
+                               "exclude batch")
+    assert found[0].patch[0]["value"] == ["gpu"]

@@ -93,7 +93,7 @@ def suggest(deployment: Mapping[str, Any], cluster: Cluster, *, match_label_keys
     if stuck.completes:
         return []
     found: list[Suggestion] = []
-    for change, patch in _candidates(deployment, cluster, match_label_keys, pod_path, rollout):
+    for change, patch in _candidates(deployment, cluster, match_label_keys, pod_path, rollout, stuck.result):
         if progress is not None:
             progress(f"verifying: {change}")
         try:
@@ -166,7 +166,7 @@ def _copy_of(node: Mapping[str, Any], index: int) -> dict[str, Any]:
 
 
 def _candidates(deployment: Mapping[str, Any], cluster: Cluster, match_label_keys: bool | None, pod_path: str | None,
-                rollout: bool) -> Iterator[tuple[str, Patch]]:
+                rollout: bool, result: Result | None) -> Iterator[tuple[str, Patch]]:
     spec = deployment.get("spec") or {}
     template = spec.get("template") or {}
     if rollout:
@@ -176,8 +176,39 @@ def _candidates(deployment: Mapping[str, Any], cluster: Cluster, match_label_key
         return
     for key, value in (pod_spec.get("nodeSelector") or {}).items():
         yield f"drop nodeSelector {key}={value}", [{"op": "remove", "path": f"{pod_path}/nodeSelector/{_escape(key)}"}]
+    if result is not None:
+        yield from _widen(pod_spec, pod_path, _only_affinity(cluster, result))
     yield from _node_affinity(pod_spec, pod_path)
     yield from _tolerations(pod_spec, cluster, pod_path)
+
+
+def _only_affinity(cluster: Cluster, result: Result) -> list[NodeInfo]:
+    """The nodes that node affinity alone kept the pod off."""
+    return [cluster.nodes[name] for name, failures in sorted(result.failures.items())
+            if failures and all(f.plugin == "NodeAffinity" for f in failures) and name in cluster.nodes]
+
+
+def _widen(pod_spec: Mapping[str, Any], pod_path: str, nodes: list[NodeInfo]) -> Iterator[tuple[str, Patch]]:
+    """Each required ``In`` expression widened by the values of the nodes only node affinity
+    turned away, and each ``NotIn`` narrowed by them: the smallest relaxation that lets those
+    nodes in, keeping the rest of the rule."""
+    if not nodes:
+        return
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED) or {}
+    base = f"{pod_path}/affinity/nodeAffinity/{REQUIRED}/nodeSelectorTerms"
+    for t, term in enumerate(required.get("nodeSelectorTerms") or ()):
+        for e, expr in enumerate((term or {}).get("matchExpressions") or ()):
+            key, op = str(expr.get("key", "")), expr.get("operator")
+            values = [str(v) for v in expr.get("values") or ()]
+            seen = sorted({n.labels[key] for n in nodes if key in n.labels})
+            path = f"{base}/{t}/matchExpressions/{e}/values"
+            if op == "In" and (extra := [v for v in seen if v not in values]):
+                yield (f"widen nodeSelectorTerms[{t}].matchExpressions[{e}] ({key} In [{', '.join(values)}]) to "
+                       f"also allow {', '.join(extra)}", [{"op": "replace", "path": path, "value": values + extra}])
+            elif op == "NotIn" and (kept := [v for v in values if v not in seen]) != values and kept:
+                yield (f"narrow nodeSelectorTerms[{t}].matchExpressions[{e}] ({key} NotIn [{', '.join(values)}]) to "
+                       f"no longer exclude {', '.join(v for v in values if v in seen)}",
+                       [{"op": "replace", "path": path, "value": kept}])
 
 
 def _strategy(deployment: Mapping[str, Any], template: Mapping[str, Any],
