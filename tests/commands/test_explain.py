@@ -87,8 +87,8 @@ def test_the_same_update_with_max_unavailable_completes_and_exits_zero(
                            "-o", "json")
     assert code == 0
     work = json.loads(out)["workloads"][0]
-    assert work["rollout"] == {"completes": True, "steps": 4, "minAvailable": 1, "maxSurge": 0, "maxUnavailable": 1,
-                               "strategy": "RollingUpdate", "stuck": None}
+    assert work["rollout"] == {"completes": True, "replicas": 2, "steps": 4, "minAvailable": 1, "maxSurge": 0,
+                               "maxUnavailable": 1, "strategy": "RollingUpdate", "stuck": None}
     assert work["placed"] == 2 and work["pending"] == 0 and work["suggestions"] == []
     assert sorted(r["node"] for r in work["replicas"]) == ["node-a", "node-b"]
 
@@ -396,3 +396,14 @@ def test_an_unreachable_cluster_is_an_error_line_not_a_traceback(tmp_path: Path,
     manifest = write(tmp_path / "w.yaml", deployment(replicas=1))
     code, _, err = explain(capsys, "-f", manifest, "--no-policies", "--kubeconfig", str(kubeconfig))
     assert code == 1 and "could not read the cluster at" in err and "Traceback" not in err
+
+
+def test_replicas_given_on_the_command_line_are_the_ones_an_update_rolls_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], two_nodes_two_replicas: str) -> None:
+    manifest = write(tmp_path / "web.yaml", deployment(surge=0, unavailable=1, affinity=ONE_PER_NODE))
+    code, out, _ = explain(capsys, "-f", manifest, "--no-policies", "--cluster-state", two_nodes_two_replicas,
+                           "--replicas", "3", "-o", "json")
+    rollout = json.loads(out)["workloads"][0]["rollout"]
+    # With 3 replicas and no surge, one new pod is made while both old pods stay (3 - 1 = 2
+    # must stay available), and it repels them: the update deadlocks at once.
+    assert code == 1 and rollout["replicas"] == 3 and rollout["completes"] is False and rollout["steps"] == 1

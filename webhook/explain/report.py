@@ -88,7 +88,7 @@ class Explanation:
                                "replicas": [r.to_dict() for r in self.rows]}
         if self.rollout is not None:
             verdict = self.rollout
-            out["rollout"] = {"completes": verdict.completes, "steps": len(verdict.steps),
+            out["rollout"] = {"completes": verdict.completes, "replicas": verdict.replicas, "steps": len(verdict.steps),
                               "minAvailable": verdict.min_available, "maxSurge": verdict.max_surge,
                               "maxUnavailable": verdict.max_unavailable, "strategy": verdict.strategy,
                               "stuck": None if verdict.completes else verdict.message}
@@ -108,6 +108,8 @@ def explain(obj: Mapping[str, Any], target: Target, state: ClusterState, *, name
         return build(o, target, namespace=namespace, priority_classes=state.priority_classes, nodes=state.nodes,
                      replicas=replicas)
 
+    if replicas is not None and isinstance(obj.get("spec"), Mapping) and target.kind in UPDATABLE:
+        obj = {**obj, "spec": {**obj["spec"], "replicas": replicas}}  # an update rolls out spec.replicas
     workload = workload_of(obj)
     notes = list(workload.notes)
     running = own_pods(workload, state.cluster)
