@@ -47,8 +47,8 @@ def case(name: str, expect: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 def write_suite(folder: Path, cases: list[dict[str, Any]], *, name: str = "ssd", file: str = "ssd.suite.yaml",
-                policies: list[Any] | None = None) -> Path:
-    """A suite file next to ``ssd.yaml`` (written too), testing it with ``cases``."""
+                policies: list[Any] | None = None, cluster: dict[str, Any] | None = None) -> Path:
+    """A suite file next to ``ssd.yaml`` (written too), testing it with ``cases`` (on ``cluster``)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "ssd.yaml").write_text(SSD_POLICY)
     suite = {
@@ -56,8 +56,10 @@ def write_suite(folder: Path, cases: list[dict[str, Any]], *, name: str = "ssd",
         "kind": "PlacementTest",
         "metadata": {"name": name},
         "policies": policies if policies is not None else ["ssd.yaml"],
-        "cases": cases,
     }
+    if cluster is not None:
+        suite["cluster"] = cluster
+    suite["cases"] = cases
     path = folder / file
     path.write_text(yaml.safe_dump(suite, sort_keys=False))
     return path

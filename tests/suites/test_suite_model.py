@@ -77,6 +77,31 @@ def test_inline_policies_and_paths_may_be_mixed() -> None:
         (suite(metadata={}), "metadata.name", "required field is missing"),
         (suite(cluster={"nodez": []}), "cluster.nodez", 'did you mean "nodes"?'),
         (suite(cluster={"priorityClasses": [{"value": 1}]}), "cluster.priorityClasses", "needs metadata.name"),
+        (suite(cluster={"nodes": [{}, {"kind": "Pod"}]}), "cluster.nodes[1]", "must be a Node, not kind 'Pod'"),
+        (suite(cluster={"pods": [{"kind": "Pod"}]}), "cluster.pods[0]", "needs metadata.name"),
+        (suite(cluster={"objects": [{"kind": "PodDisruptionBudget"}]}), "cluster.objects[0]", "string apiVersion and kind"),
+        (suite(cluster={"stateFile": ["dump.yaml"]}), "cluster.stateFile", 'did you mean "stateFiles"?'),
+        (suite(cluster={"stateFiles": [""]}), "cluster.stateFiles[0]", "at least 1 character"),
+        (suite(cases=[case(expect={"placement": {}})]), "cases[0].expect.placement", "give at least one of schedules"),
+        (suite(cases=[case(expect={"placement": {"replicas": 2}})]), "cases[0].expect.placement", "give at least one of"),
+        (suite(cases=[case(expect={"placement": {"onlyNode": ["a"]}})]), "cases[0].expect.placement.onlyNode",
+         'did you mean "onlyNodes"?'),
+        (suite(cases=[case(expect={"placement": {"nodes": ["a", None]}})]), "cases[0].expect.placement.nodes[1]",
+         "null is not a node name"),
+        (suite(cases=[case(expect={"placement": {"onlyNodes": []}})]), "cases[0].expect.placement.onlyNodes",
+         "at least 1 item"),
+        (suite(cases=[case(expect={"placement": {"placed": -1}})]), "cases[0].expect.placement.placed",
+         "greater than or equal to 0"),
+        (suite(cases=[case(expect={"placement": {"pending": True}})]), "cases[0].expect.placement.pending",
+         "valid integer"),
+        (suite(cases=[case(expect={"placement": {"schedules": "yes"}})]), "cases[0].expect.placement.schedules",
+         "valid boolean"),
+        (suite(cases=[case(expect={"placement": {"message": "(x"}})]), "cases[0].expect.placement.message",
+         "invalid regular expression"),
+        (suite(cases=[case(expect={"placement": {"rollout": {}}})]), "cases[0].expect.placement.rollout",
+         "give at least one of completes, steps, minAvailable"),
+        (suite(cases=[case(expect={"placement": {"rollout": {"completes": True}, "update": False}})]),
+         "cases[0].expect.placement", "needs the update simulated"),
     ],
 )
 def test_a_broken_suite_names_the_field_and_the_problem(data: dict[str, Any], field: str, message: str) -> None:
@@ -87,6 +112,14 @@ def test_a_broken_suite_names_the_field_and_the_problem(data: dict[str, Any], fi
 def test_every_problem_is_reported_at_once() -> None:
     found = problems(suite(kind="x", polices=[], cases=[case(expect={})]))
     assert {f for f, _ in found} >= {"kind", "polices", "cases[0].expect"}
+
+
+def test_a_placement_expectation_validates_with_camel_case_names() -> None:
+    expect = {"placement": {"nodes": ["a", "a"], "onlyNodes": ["a"], "replicas": 2, "update": True,
+                            "rollout": {"completes": False, "steps": 1, "minAvailable": 2}}}
+    placement = Suite.model_validate(suite(cases=[case(expect=expect)])).cases[0].expect.placement
+    assert placement is not None and placement.only_nodes == ["a"] and placement.nodes == ["a", "a"]
+    assert placement.rollout is not None and placement.rollout.min_available == 2
 
 
 def test_an_unknown_field_without_a_close_match_lists_the_allowed_ones() -> None:

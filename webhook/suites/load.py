@@ -5,7 +5,7 @@ half-run.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from webhook.files import documents as yamlsrc
 from webhook.files import walk
+from webhook.kube.objects import is_list
 from webhook.policy import loader
 from webhook.policy.loader import LoadError
 from webhook.policy.policyset import PolicySet
@@ -45,6 +46,7 @@ class LoadedCase:
     expected_object: dict[str, Any] | None
     expected_file: Path | None  # expect.objectFile, rewritten by --update
     cluster: Any  # cluster.ClusterView | None
+    state: Any = None  # explain.state.ClusterState for expect.placement, else None
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class SuiteLoader:
     def __init__(self, *, update: bool = False) -> None:
         self.update = update
         self._policy_sets: dict[tuple[Path, ...], PolicySet] = {}
+        self._state_files: dict[Path, list[yamlsrc.Document]] = {}
 
     def load(self, path: Path) -> list[LoadedSuite]:
         try:
@@ -106,7 +109,8 @@ class SuiteLoader:
             raise SuiteError([_error(document, path, message) for path, message in problems]) from None
         errors: list[LoadError] = []
         policies = self._policies(document, suite, errors)
-        cases = [self._case(document, suite, i, errors) for i in range(len(suite.cases))]
+        clusters = _Clusters(self, document, errors)
+        cases = [self._case(document, suite, i, clusters, errors) for i in range(len(suite.cases))]
         if errors or policies is None:
             raise SuiteError(errors)
         return LoadedSuite(suite.metadata.name, document, policies, tuple(c for c in cases if c is not None))
@@ -142,7 +146,8 @@ class SuiteLoader:
             self._policy_sets[key] = loader.load(paths)
         return self._policy_sets[key]
 
-    def _case(self, document: yamlsrc.Document, suite: Suite, i: int, errors: list[LoadError]) -> LoadedCase | None:
+    def _case(self, document: yamlsrc.Document, suite: Suite, i: int, clusters: _Clusters,
+              errors: list[LoadError]) -> LoadedCase | None:
         case = suite.cases[i]
         at: tuple[str | int, ...] = ("cases", i)
         base = Path(document.file).parent
@@ -152,7 +157,16 @@ class SuiteLoader:
             expected_file = base / case.expect.object_file
             if not (self.update and not expected_file.exists()):
                 expected = _object_file(document, at + ("expect", "objectFile"), base, errors)
+        cluster_at: tuple[str | int, ...] = at + ("cluster",) if case.cluster else ("cluster",)
         cluster_spec = case.cluster or suite.cluster
+        view, state = None, None
+        if cluster_spec is not None:
+            view = clusters.view(cluster_spec, cluster_at)
+            if case.expect.placement is not None:
+                state = clusters.state(cluster_spec, cluster_at)
+        elif case.expect.placement is not None:
+            errors.append(_error(document, at + ("expect", "placement"),
+                                 "needs a cluster state: give cluster (nodes, pods, stateFiles, ...) on the suite or the case"))
         if obj is None:
             return None
         return LoadedCase(
@@ -166,8 +180,16 @@ class SuiteLoader:
             expect=case.expect,
             expected_object=expected,
             expected_file=expected_file,
-            cluster=_cluster_view(cluster_spec) if cluster_spec else None,
+            cluster=view,
+            state=state,
         )
+
+    def state_file(self, path: Path) -> list[yamlsrc.Document]:
+        """The documents of a cluster state file, read once per run (suites share dumps)."""
+        key = path.resolve()
+        if key not in self._state_files:
+            self._state_files[key] = yamlsrc.load_file(path)
+        return self._state_files[key]
 
 
 def _object_file(document: yamlsrc.Document, at: tuple[str | int, ...], base: Path, errors: list[LoadError]) -> dict[str, Any] | None:
@@ -204,16 +226,122 @@ def _error(document: yamlsrc.Document, path: Sequence[str | int], message: str) 
     return LoadError(document.file, document.line_of(path), format_path(tuple(path)), message)
 
 
-def _cluster_view(spec: ClusterSpec) -> Any:
-    # Imported here: only suites that declare a cluster view need it.
-    from webhook.cluster.view import StaticClusterView
+# ---- cluster views and states -------------------------------------------------------------
 
-    return StaticClusterView(
-        namespaces=spec.namespaces,
-        nodes=spec.nodes,
-        priority_classes={pc["metadata"]["name"]: pc for pc in spec.priority_classes},
-        match_label_keys=spec.match_label_keys,
-    )
+
+@dataclass(frozen=True)
+class _Located:
+    """An object of a cluster spec and where it was written, for errors about it."""
+
+    object: Mapping[str, Any]
+    path: tuple[str | int, ...]  # in the suite document
+    where: str = ""  # "file:line: " of an object in a state file
+
+
+class _Clusters:
+    """The cluster view (admission) and state (placement) of each ``cluster`` of one suite
+    document, built once each, with every problem recorded as a load error."""
+
+    def __init__(self, loader: SuiteLoader, document: yamlsrc.Document, errors: list[LoadError]) -> None:
+        self.loader = loader
+        self.document = document
+        self.errors = errors
+        self._objects: dict[tuple[str | int, ...], list[_Located] | None] = {}
+        self._views: dict[tuple[str | int, ...], Any] = {}
+        self._states: dict[tuple[str | int, ...], Any] = {}
+
+    def view(self, spec: ClusterSpec, at: tuple[str | int, ...]) -> Any:
+        # Imported here: only suites that declare a cluster view need it.
+        from webhook.cluster.view import StaticClusterView
+
+        if at not in self._views:
+            located = self._located(spec, at) or []
+            self._views[at] = StaticClusterView.from_objects([o.object for o in located],
+                                                             match_label_keys=spec.match_label_keys)
+        return self._views[at]
+
+    def state(self, spec: ClusterSpec, at: tuple[str | int, ...]) -> Any:
+        """The ``explain`` cluster state, or None when it cannot be built (an error is recorded)."""
+        if at not in self._states:
+            located = self._located(spec, at)
+            self._states[at] = None if located is None else self._build_state(spec, at, located)
+        return self._states[at]
+
+    def _build_state(self, spec: ClusterSpec, at: tuple[str | int, ...], located: list[_Located]) -> Any:
+        from webhook.explain.state import ClusterState
+
+        def build(items: list[_Located]) -> Any:
+            return ClusterState.from_objects([o.object for o in items], match_label_keys=spec.match_label_keys)
+
+        try:
+            return build(located)
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            # Find the object to blame: the shortest failing prefix, Nodes first (a Pod is read
+            # only with its node), ends with it.
+            ordered = sorted(located, key=lambda o: o.object.get("kind") != "Node")
+            low, high = 1, len(ordered)
+            while low < high:
+                middle = (low + high) // 2
+                try:
+                    build(ordered[:middle])
+                    low = middle + 1
+                except (ValueError, TypeError, AttributeError, KeyError):
+                    high = middle
+            culprit = ordered[low - 1] if located else None
+            path = culprit.path if culprit else at
+            where = culprit.where if culprit else ""
+            self.errors.append(_error(self.document, path, f"{where}the cluster state cannot be read: {exc}"))
+            return None
+
+    def _located(self, spec: ClusterSpec, at: tuple[str | int, ...]) -> list[_Located] | None:
+        """Every object of the spec as the scheduler reads it; None when a state file is broken."""
+        if at in self._objects:
+            return self._objects[at]
+        located: list[_Located] = []
+        broken = False
+        base = Path(self.document.file).parent
+        for i, name in enumerate(spec.state_files):
+            found = self._state_file(base / name, at + ("stateFiles", i))
+            broken = broken or found is None
+            located += found or []
+        located += [_Located(obj, at + ("objects", i)) for i, obj in enumerate(spec.objects)]
+        located += [_Located({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}},
+                             at + ("namespaces", name)) for name, labels in spec.namespaces.items()]
+        located += [_Located({"apiVersion": "v1", "kind": "Node", **node}, at + ("nodes", i))
+                    for i, node in enumerate(spec.nodes)]
+        located += [_Located({"apiVersion": "scheduling.k8s.io/v1", **pc, "kind": "PriorityClass"},
+                             at + ("priorityClasses", i)) for i, pc in enumerate(spec.priority_classes)]
+        located += [_Located({"apiVersion": "v1", "kind": "Pod", **pod}, at + ("pods", i))
+                    for i, pod in enumerate(spec.pods)]
+        self._objects[at] = None if broken else located
+        return self._objects[at]
+
+    def _state_file(self, path: Path, at: tuple[str | int, ...]) -> list[_Located] | None:
+        try:
+            documents = self.loader.state_file(path)
+        except yamlsrc.YamlError as exc:
+            unreadable = exc.file == str(path) and exc.line == 0
+            self.errors.append(_error(self.document, at, f"cannot read {path}: {exc.message}" if unreadable else str(exc)))
+            return None
+        found: list[_Located] = []
+        problems = 0
+        for doc in documents:
+            for obj, line in _objects_of(doc.data, doc, ()):
+                if isinstance(obj, Mapping) and isinstance(obj.get("kind"), str) and obj["kind"]:
+                    found.append(_Located(obj, at, f"{doc.file}:{line}: "))
+                else:
+                    problems += 1
+                    self.errors.append(_error(self.document, at, f"{doc.file}:{line}: not a Kubernetes object (no kind)"))
+        return None if problems else found
+
+
+def _objects_of(data: Any, doc: yamlsrc.Document, path: tuple[str | int, ...]) -> Iterable[tuple[Any, int]]:
+    """The objects of one document with their lines, Lists unpacked (``kubectl get -o yaml``)."""
+    if isinstance(data, Mapping) and is_list(data):
+        for i, item in enumerate(data["items"]):
+            yield from _objects_of(item, doc, path + ("items", i))
+    else:
+        yield data, doc.line_of(path)
 
 
 def load_suites(path: str | Path, *, update: bool = False) -> list[LoadedSuite]:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -22,12 +24,19 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from webhook.policy.errors import did_you_mean, format_path
+from webhook.policy.types import NonNegativeInt
 
-__all__ = ["Case", "ClusterSpec", "Expect", "Metadata", "Suite", "format_path", "validation_problems"]
+__all__ = [
+    "Case", "ClusterSpec", "Expect", "Metadata", "PlacementExpect", "RolloutExpect", "Suite", "format_path",
+    "validation_problems",
+]
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 Result = Literal["patched", "unchanged", "skipped", "ignored", "error"]
-EXPECTATIONS = ("object", "objectFile", "patch", "contains", "absent", "applied", "audited", "warnings", "unchanged", "result")
+EXPECTATIONS = ("object", "objectFile", "patch", "contains", "absent", "applied", "audited", "warnings", "unchanged", "result",
+                "placement")
+PLACEMENT_EXPECTATIONS = ("schedules", "placed", "pending", "nodes", "onlyNodes", "message", "rollout")
+ROLLOUT_EXPECTATIONS = ("completes", "steps", "minAvailable")
 
 
 class _Model(BaseModel):
@@ -43,14 +52,56 @@ class Metadata(_Model):
     annotations: dict[str, str] | None = None
 
 
+def _kind_is(kind: str) -> Any:
+    """A check of one list item: a mapping whose ``kind``, when it says one, is ``kind``."""
+
+    def check(value: dict[str, Any]) -> dict[str, Any]:
+        given = value.get("kind")
+        if given is not None and given != kind:
+            raise ValueError(f"must be a {kind}, not kind {given!r}")
+        return value
+
+    return check
+
+
+def _named(value: dict[str, Any]) -> dict[str, Any]:
+    metadata = value.get("metadata")
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str) or not metadata["name"]:
+        raise ValueError("needs metadata.name")
+    return value
+
+
+def _kubernetes_object(value: dict[str, Any]) -> dict[str, Any]:
+    if not (isinstance(value.get("apiVersion"), str) and isinstance(value.get("kind"), str)):
+        raise ValueError("an object needs string apiVersion and kind")  # noqa: TRY004 (pydantic wants ValueError)
+    return value
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("null is not a node name (count Pending replicas with pending)")
+    return value
+
+
+NodeObject = Annotated[dict[str, Any], AfterValidator(_kind_is("Node"))]
+PodObject = Annotated[dict[str, Any], AfterValidator(_kind_is("Pod")), AfterValidator(_named)]
+AnyObject = Annotated[dict[str, Any], AfterValidator(_kubernetes_object)]
+NodeName = Annotated[str, BeforeValidator(_not_null), Field(min_length=1)]
+FilePath = Annotated[str, Field(min_length=1)]
+
+
 class ClusterSpec(_Model):
     """A static cluster view the cases run against (docs/policies.md, "What needs the cluster
-    view"); omitted: no cluster view."""
+    view"); omitted: no cluster view. With ``pods``, ``objects`` and ``stateFiles`` it is also
+    the cluster state ``expect.placement`` simulates the scheduler on (SPEC section 7)."""
 
     namespaces: dict[str, dict[str, str]] = Field(default_factory=dict)  # name -> labels
-    nodes: list[dict[str, Any]] = Field(default_factory=list)
+    nodes: list[NodeObject] = Field(default_factory=list)
     priority_classes: list[dict[str, Any]] = Field(default_factory=list)
     match_label_keys: StrictBool | None = None
+    pods: list[PodObject] = Field(default_factory=list)  # running Pods (spec.nodeName says where)
+    objects: list[AnyObject] = Field(default_factory=list)  # any objects: PDBs, Deployments, ReplicaSets, ...
+    state_files: list[FilePath] = Field(default_factory=list)  # kubectl dumps, relative to the suite file
 
     @field_validator("priority_classes")
     @classmethod
@@ -59,6 +110,53 @@ class ClusterSpec(_Model):
             if not isinstance(pc.get("metadata"), dict) or not isinstance(pc["metadata"].get("name"), str):
                 raise ValueError("each PriorityClass needs metadata.name")  # noqa: TRY004 (pydantic wants ValueError)
         return value
+
+
+def _compiles(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
+    return pattern
+
+
+class RolloutExpect(_Model):
+    """How the simulated rolling update (``explain --update``) must go."""
+
+    completes: StrictBool | None = None
+    steps: NonNegativeInt | None = None
+    min_available: NonNegativeInt | None = None
+
+    @model_validator(mode="after")
+    def _something_to_check(self) -> RolloutExpect:
+        if all(getattr(self, _python_name(e)) is None for e in ROLLOUT_EXPECTATIONS):
+            raise ValueError(f"give at least one of {', '.join(ROLLOUT_EXPECTATIONS)}")
+        return self
+
+
+class PlacementExpect(_Model):
+    """Where ``explain`` places the mutated object on the case's cluster state (SPEC section 7).
+
+    ``replicas`` and ``update`` are the ``--replicas`` and ``--update``/``--no-update`` of
+    ``explain``; the other fields are expectations, at least one of them given."""
+
+    schedules: StrictBool | None = None  # every replica places and any rollout completes
+    placed: NonNegativeInt | None = None
+    pending: NonNegativeInt | None = None
+    nodes: list[NodeName] | None = None  # where the placed replicas land, as a multiset
+    only_nodes: list[NodeName] | None = Field(default=None, min_length=1)  # every placed replica on one of these
+    message: Annotated[str, AfterValidator(_compiles)] | None = None  # searched in the Pending replica's message
+    rollout: RolloutExpect | None = None
+    replicas: NonNegativeInt | None = None
+    update: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _something_to_check(self) -> PlacementExpect:
+        if all(getattr(self, _python_name(e)) is None for e in PLACEMENT_EXPECTATIONS):
+            raise ValueError(f"give at least one of {', '.join(PLACEMENT_EXPECTATIONS)}")
+        if self.rollout is not None and self.update is False:
+            raise ValueError("a rollout expectation needs the update simulated: drop update: false")
+        return self
 
 
 class Expect(_Model):
@@ -74,6 +172,7 @@ class Expect(_Model):
     warnings: list[str] | None = None
     unchanged: StrictBool | None = None
     result: Result | None = None
+    placement: PlacementExpect | None = None  # checked by explain's scheduler simulation (suites/placement.py)
 
     @field_validator("warnings")
     @classmethod

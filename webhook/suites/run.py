@@ -13,6 +13,7 @@ from webhook.engine import admission, review
 from webhook.exitcodes import Exit
 from webhook.suites.checks import Failure, check
 from webhook.suites.load import LoadedCase, LoadedSuite, SuiteError, SuiteLoader, discover
+from webhook.suites.placement import check_placement
 
 
 @dataclass
@@ -69,6 +70,9 @@ def run_case(suite: LoadedSuite, case: LoadedCase) -> tuple[CaseResult, dict[str
     )
     outcome = admission.admit(request, policies=suite.policies, cluster=case.cluster)
     failures = check(case.expect, outcome, expected_object=case.expected_object)
+    if case.expect.placement is not None:
+        failures += check_placement(case.expect.placement, outcome, targets=suite.policies.targets, state=case.state,
+                                    namespace=case.namespace)
     result = CaseResult(suite.name, case.name, suite.file, case.line, failures, seconds=time.perf_counter() - started)
     return result, outcome.object
 
