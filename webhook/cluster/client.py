@@ -1,6 +1,7 @@
-"""A small async Kubernetes API client on ``aiohttp``: GET, paginated LIST, WATCH and /version.
+"""A small async Kubernetes API client on ``aiohttp``: GET, paginated LIST, WATCH, /version and
+the writes of the cluster-side commands (create, replace, patch with a field manager).
 
-Only what the informers need, speaking the API's JSON wire format as client-go's REST client
+Speaking the API's JSON wire format as client-go's REST client
 does: Status bodies become ``ApiError`` (``errors.FromObject``), 410 / reason Expired becomes
 ``Expired`` (``apierrors.IsResourceExpired || IsGone``, the reflector's ``isExpiredError``),
 LIST pages follow ``metadata.continue`` (``tools/pager``), WATCH is read as newline-delimited
@@ -22,6 +23,10 @@ from .config import ClusterConfig
 USER_AGENT = "placement-webhook/cluster"
 PAGE_SIZE = 500  # tools/pager defaultPageSize
 MAX_LINE = 64 * 1024 * 1024  # one watch event; a Node with many images is a few hundred KiB
+
+
+def _manager(field_manager: str) -> dict[str, str]:
+    return {"fieldManager": field_manager} if field_manager else {}
 
 
 class ApiError(Exception):
@@ -90,17 +95,46 @@ class Client:
 
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         """GET ``path`` and decode the JSON object; non-2xx raises ``ApiError``."""
+        return await self.request("GET", path, params=params)
+
+    async def request(self, method: str, path: str, body: Any = None, *, params: Mapping[str, str] | None = None,
+                      content_type: str = "application/json") -> dict[str, Any]:
+        """One request with an optional JSON body; the decoded object answered, or ``ApiError``
+        (a Status body's code, reason and message: 409 Conflict, 429 TooManyRequests, ...)."""
         timeout = aiohttp.ClientTimeout(total=self.request_timeout)
-        async with self.session.get(self.config.host + path, params=dict(params or {}), headers=self._headers(),
-                                    timeout=timeout, ssl=self._ssl(),
-                                    server_hostname=self.config.server_hostname) as resp:
-            body = await resp.read()
+        headers = self._headers()
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = codec.dumps(body)
+        async with self.session.request(method, self.config.host + path, params=dict(params or {}), data=data,
+                                        headers=headers, timeout=timeout, ssl=self._ssl(),
+                                        server_hostname=self.config.server_hostname) as resp:
+            raw = await resp.read()
             if resp.status >= 300:
-                raise _error(resp.status, body)
-        value = codec.loads(body)
+                raise _error(resp.status, raw)
+        value = codec.loads(raw) if raw else {}
         if not isinstance(value, dict):
-            raise ApiError(resp.status, "", f"GET {path}: expected a JSON object")
+            raise ApiError(resp.status, "", f"{method} {path}: expected a JSON object")
         return value
+
+    async def create(self, path: str, body: Mapping[str, Any], *, field_manager: str = "") -> dict[str, Any]:
+        """POST to a collection (``/apis/coordination.k8s.io/v1/namespaces/ns/leases``)."""
+        return await self.request("POST", path, body, params=_manager(field_manager))
+
+    async def replace(self, path: str, body: Mapping[str, Any], *, field_manager: str = "") -> dict[str, Any]:
+        """PUT an object; its ``metadata.resourceVersion`` makes it conditional (409 if stale)."""
+        return await self.request("PUT", path, body, params=_manager(field_manager))
+
+    async def patch(self, path: str, body: Any, *, kind: str = "merge", field_manager: str = "") -> dict[str, Any]:
+        """PATCH an object: ``merge`` (RFC 7386), ``strategic``, ``json`` (RFC 6902) or ``apply``
+        (server-side apply, which needs a field manager and is forced: the caller owns its fields)."""
+        content = {"merge": "application/merge-patch+json", "strategic": "application/strategic-merge-patch+json",
+                   "json": "application/json-patch+json", "apply": "application/apply-patch+yaml"}[kind]
+        params = _manager(field_manager)
+        if kind == "apply":
+            params["force"] = "true"
+        return await self.request("PATCH", path, body, params=params, content_type=content)
 
     async def list_pages(self, path: str, params: Mapping[str, str] | None = None,
                          limit: int = PAGE_SIZE) -> AsyncIterator[dict[str, Any]]:
