@@ -95,6 +95,19 @@ def load(kubeconfig: str | None, context: str | None = None, *, user_default: bo
     return in_cluster()
 
 
+def pod_namespace(root: Path = SERVICE_ACCOUNT, environ: dict[str, str] | None = None) -> str | None:
+    """The namespace this pod runs in: ``POD_NAMESPACE`` (the downward API), else the service
+    account's mounted ``namespace`` file, as client-go's in-cluster namespace lookup reads it;
+    None outside a pod."""
+    value = (environ if environ is not None else dict(os.environ)).get("POD_NAMESPACE", "")
+    if value:
+        return value
+    try:
+        return (root / "namespace").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def in_pod() -> bool:
     """Whether this process runs in a pod with a service account (``rest.InClusterConfig``'s
     test: the service host variable and the mounted token)."""

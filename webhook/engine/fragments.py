@@ -210,9 +210,11 @@ def capacity_requirement(prov: Mapping[str, Any], want: str) -> Term:
 
 # --- resources (docs/policies.md, "resources") -------------------------------------------------------------
 
-_USAGE = {"preferredCPU": "cpu-usage", "preferredMemory": "memory-usage", "preferredStorage": "storage-usage"}
+# The labels the node labeler (placement-webhook label-nodes) keeps true, read here and
+# written there (webhook.labeler.values): one table for both.
+USAGE_LABELS = {"preferredCPU": "cpu-usage", "preferredMemory": "memory-usage", "preferredStorage": "storage-usage"}
 # resourceType -> (label, unit the labeler writes in, as a scale of the base unit)
-_AVAILABLE: dict[str, tuple[str, Fraction | int]] = {
+AVAILABLE_LABELS: dict[str, tuple[str, Fraction | int]] = {
     "cpu": ("cpu-available", Fraction(1, 1000)),  # millicores
     "memory": ("memory-available", 2**20),  # MiB
     "storage": ("storage-available", 2**20),  # MiB
@@ -223,7 +225,7 @@ _AVAILABLE: dict[str, tuple[str, Fraction | int]] = {
 def resource_preferred(resources: Mapping[str, Any]) -> list[Term]:
     """``preferredCPU {weight, threshold: "70%"}`` -> preferred ``cpu-usage Lt 70``."""
     out: list[Term] = []
-    for field_name, label in _USAGE.items():
+    for field_name, label in USAGE_LABELS.items():
         pref = resources.get(field_name)
         if pref is None:
             continue
@@ -236,12 +238,12 @@ def resource_preferred(resources: Mapping[str, Any]) -> list[Term]:
 def resource_required(resources: Mapping[str, Any]) -> list[Term]:
     """``requiredResources`` -> one term: ``<type>-available Gt <minAvailable - 1>``.
 
-    Labels are integers in the unit of ``_AVAILABLE``; "at least q" is "more than
+    Labels are integers in the unit of ``AVAILABLE_LABELS``; "at least q" is "more than
     ceil(q) - 1", so 4Gi is ``memory-available Gt 4095`` and 500m ``cpu-available Gt 499``.
     """
     exprs: list[Term] = []
     for req in resources.get("requiredResources") or ():
-        label, unit = _AVAILABLE[str(req.get("resourceType"))]
+        label, unit = AVAILABLE_LABELS[str(req.get("resourceType"))]
         try:
             amount = ceil_scaled(str(req.get("minAvailable")), unit)
         except QuantityError as exc:

@@ -1,0 +1,232 @@
+"""The labeler's loop over the cluster view: which nodes to label, when, and what it did.
+
+The view is the server's ``ClusterCache`` with a pod informer added (pods projected to what
+the request arithmetic reads, ``cluster.snapshot.project_pod``). Change handlers keep an
+index of pods by node and mark a node dirty when a pod lands on it, leaves it or changes,
+when its allocatable changes, or when its own labels change under it (someone else wrote
+them); ``run`` relabels the dirty nodes as soon as there are some, and every node every
+``interval`` seconds. A pass computes every label from memory, then writes the changes
+(``writes.Writer``); with ``dry_run`` it only reports them.
+
+Usage from metrics.k8s.io (``source="metrics"``) is read at the start of each pass; when
+the metrics API is missing or failing, the pass falls back to requests, with a warning the
+first time.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from webhook.cluster.cache import NODES, ClusterCache
+from webhook.cluster.client import ApiError, Client
+from webhook.cluster.snapshot import POD_PATH, SharedValues, project_pod
+from webhook.labeler.metrics import LabelerMetrics
+from webhook.labeler.values import DEFAULT_GPU_RESOURCES, LABELS, NodeLabels, Steps, compute
+from webhook.labeler.writes import Change, PassReport, Writer, plan
+
+__all__ = ["METRICS_PATH", "PODS", "Labeler", "LabelerConfig"]
+
+log = logging.getLogger(__name__)
+
+PODS = "pods"
+METRICS_PATH = "/apis/metrics.k8s.io/v1beta1/nodes"
+SOURCES = ("requests", "metrics")
+
+
+@dataclass(frozen=True)
+class LabelerConfig:
+    steps: Steps = Steps()
+    gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
+    source: str = "requests"
+    rate: float = 10.0  # writes per second
+    interval: float = 60.0  # seconds between passes over every node
+    settle: float = 1.0  # seconds to gather the changes of a burst (a rollout) into one pass
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"unknown usage source {self.source!r} (requests or metrics)")
+        if self.interval <= 0:
+            raise ValueError("the interval must be positive")
+
+
+class Labeler:
+    """Labels nodes from ``cache``; writes through ``client`` unless ``config.dry_run``."""
+
+    def __init__(self, client: Client, cache: ClusterCache, config: LabelerConfig = LabelerConfig(), *,
+                 metrics: LabelerMetrics | None = None, writer: Writer | None = None) -> None:
+        self.client = client
+        self.cache = cache
+        self.config = config
+        self.metrics = metrics or LabelerMetrics()
+        self.writer = writer or Writer(client, rate=config.rate)
+        self.by_node: dict[str, dict[str, Mapping[str, Any]]] = {}
+        self.pod_node: dict[str, str] = {}
+        self.dirty: set[str] = set()
+        # Labels written whose watch event has not come back yet: a pass in between compares
+        # with them, not with the view's older labels, so it does not write them again.
+        self.recent: dict[str, dict[str, str]] = {}
+        self.wake = asyncio.Event()
+        self._metrics_warned = False
+        if PODS not in cache.informers:
+            cache.add(PODS, POD_PATH, _pod_projection())
+        cache.informers[PODS].add_handler(self._on_pod)
+        cache.informers[NODES].add_handler(self._on_node)
+
+    # -- change handlers (called by the informers, never await) --
+    def _on_pod(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        before = self.pod_node.pop(key, None)
+        if before is not None:
+            self.by_node.get(before, {}).pop(key, None)
+            self._mark(before)
+        node = str(((new or {}).get("spec") or {}).get("nodeName") or "")
+        if new is not None and node:
+            self.by_node.setdefault(node, {})[key] = new
+            self.pod_node[key] = node
+            self._mark(node)
+
+    def _on_node(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        if new is None:
+            self.by_node.pop(key, None)
+            self.recent.pop(key, None)
+            self.dirty.discard(key)
+            return
+        if old is not None and _own(old) != _own(new):
+            self.recent.pop(key, None)  # the view has caught up with (or moved past) our write
+        if old is None or _allocatable(old) != _allocatable(new) or _own(old) != _own(new):
+            self._mark(key)
+
+    def _mark(self, node: str) -> None:
+        self.dirty.add(node)
+        self.wake.set()
+
+    # -- passes --
+    def nodes(self) -> dict[str, Mapping[str, Any]]:
+        return {str((n.get("metadata") or {}).get("name")): n for n in self.cache.informers[NODES].values()}
+
+    def _current(self, nodes: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+        """The nodes as the view shows them, with our writes not yet seen laid over."""
+        out = dict(nodes)
+        for name, written in self.recent.items():
+            node = out.get(name)
+            if node is not None:
+                meta = node.get("metadata") or {}
+                out[name] = {**node, "metadata": {**meta, "labels": {**(meta.get("labels") or {}), **written}}}
+        return out
+
+    async def usage(self) -> dict[str, Mapping[str, Any]] | None:
+        """Measured usage by node (metrics.k8s.io), or None to count requests."""
+        if self.config.source != "metrics":
+            return None
+        try:
+            answer = await self.client.get(METRICS_PATH)
+        except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            if not self._metrics_warned:
+                log.warning("metrics.k8s.io is not answering: usage labels count requests instead",
+                            extra={"fields": {"error": str(exc)}})
+                self._metrics_warned = True
+            self.metrics.metrics_fallbacks.inc()
+            return None
+        self._metrics_warned = False
+        return {str((item.get("metadata") or {}).get("name")): item.get("usage") or {}
+                for item in answer.get("items") or () if isinstance(item, Mapping)}
+
+    def compute(self, names: Iterable[str], nodes: Mapping[str, Mapping[str, Any]],
+                usage: Mapping[str, Mapping[str, Any]] | None) -> list[NodeLabels]:
+        out: list[NodeLabels] = []
+        for name in names:
+            node = nodes.get(name)
+            if node is None:
+                continue
+            measured = None if usage is None else usage.get(name)
+            out.append(compute(node, self.by_node.get(name, {}).values(), steps=self.config.steps,
+                               gpu_resources=self.config.gpu_resources, usage=measured))
+        return out
+
+    async def run_pass(self, names: Iterable[str] | None = None) -> tuple[PassReport, list[NodeLabels], list[Change]]:
+        """Compute (and unless dry-run, write) the labels of ``names`` (None: every node)."""
+        started = time.perf_counter()
+        nodes = self.nodes()
+        wanted = sorted(nodes) if names is None else sorted(n for n in set(names) if n in nodes)
+        computed = self.compute(wanted, nodes, await self.usage())
+        report = PassReport(nodes=len(wanted))
+        for result in computed:
+            if result.problem:
+                report.skipped[result.node] = result.problem
+                log.warning("node left unlabelled this pass", extra={"fields": {"node": result.node,
+                                                                                   "reason": result.problem}})
+        changes = plan(self._current(nodes), computed)
+        report.unchanged = len(computed) - len(report.skipped) - len(changes)
+        if not self.config.dry_run:
+            await self.writer.apply(changes, report)
+            for change in changes:
+                if change.node not in report.failed:
+                    self.recent.setdefault(change.node, {}).update(change.labels)
+        report.seconds = time.perf_counter() - started
+        self.metrics.observe(report, total_nodes=len(nodes))
+        return report, computed, changes
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Label dirty nodes as they come, and every node every ``interval`` seconds, until
+        ``stop`` is set."""
+        next_full = 0.0
+        while not stop.is_set():
+            now = time.monotonic()
+            if now >= next_full:
+                self.dirty.clear()
+                self.wake.clear()
+                await self._guarded(None)
+                next_full = time.monotonic() + self.config.interval
+            elif self.dirty:
+                await _wait_any(stop, asyncio.Event(), self.config.settle)
+                names, self.dirty = self.dirty, set()
+                self.wake.clear()
+                await self._guarded(names)
+            await _wait_any(stop, self.wake, max(0.0, next_full - time.monotonic()))
+
+    async def _guarded(self, names: Iterable[str] | None) -> None:
+        try:
+            report, _, _ = await self.run_pass(names)
+        except Exception:  # noqa: BLE001 - a bug in one pass must not stop the labeler
+            log.exception("label pass failed")
+            self.metrics.errors.labels("pass").inc()
+            return
+        if report.written or report.failed or report.skipped:
+            log.info("label pass", extra={"fields": _summary(report)})
+
+
+def _summary(report: PassReport) -> dict[str, Any]:
+    return {"nodes": report.nodes, "written": report.written, "unchanged": report.unchanged,
+            "skipped": len(report.skipped), "failed": len(report.failed), "seconds": round(report.seconds, 3)}
+
+
+def _pod_projection() -> Any:
+    share = SharedValues()
+    return lambda obj: project_pod(obj, share=share)
+
+
+def _allocatable(node: Mapping[str, Any]) -> Any:
+    return (node.get("status") or {}).get("allocatable")
+
+
+def _own(node: Mapping[str, Any]) -> dict[str, Any]:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return {k: v for k, v in labels.items() if k in LABELS}
+
+
+async def _wait_any(stop: asyncio.Event, wake: asyncio.Event, timeout: float) -> None:
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waits:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
