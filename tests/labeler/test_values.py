@@ -116,3 +116,16 @@ def test_the_available_label_never_promises_more_than_there_is(alloc_m: int, use
     (expr,) = term["matchExpressions"]
     if requirement_holds(expr["operator"], True, str(written), expr["values"]):
         assert free >= want_m
+
+
+def test_the_memo_answers_for_pods_sharing_their_containers_and_never_for_others() -> None:
+    from webhook.labeler.values import RequestsMemo, pod_resource
+
+    memo = RequestsMemo(size=2)
+    first = pod("1", "1Gi")
+    twin = {**first, "metadata": {"name": "twin"}}  # the same containers list, as projections share it
+    other = pod("2", "1Gi")  # equal shape, its own list: computed for itself
+    assert memo(first) is memo(twin)
+    assert memo(other).cpu == 2000 and memo(other) is not memo(first)
+    assert memo(pod("1", phase="Succeeded")).cpu == 0
+    assert pod_resource(first).cpu == memo(first).cpu == 1000

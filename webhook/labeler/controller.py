@@ -28,7 +28,8 @@ from webhook.cluster.cache import NODES, ClusterCache
 from webhook.cluster.client import ApiError, Client
 from webhook.cluster.snapshot import POD_PATH, SharedValues, project_pod
 from webhook.labeler.metrics import LabelerMetrics
-from webhook.labeler.values import DEFAULT_GPU_RESOURCES, LABELS, NodeLabels, Steps, compute
+from webhook.kube.scheduler.resources import Resource
+from webhook.labeler.values import DEFAULT_GPU_RESOURCES, LABELS, NodeLabels, RequestsMemo, Steps, compute
 from webhook.labeler.writes import Change, PassReport, Writer, plan
 
 __all__ = ["METRICS_PATH", "PODS", "Labeler", "LabelerConfig"]
@@ -67,8 +68,11 @@ class Labeler:
         self.config = config
         self.metrics = metrics or LabelerMetrics()
         self.writer = writer or Writer(client, rate=config.rate)
-        self.by_node: dict[str, dict[str, Mapping[str, Any]]] = {}
+        # node -> pod key -> what the pod holds (its requests, computed once per pod event), or
+        # why that could not be told (a quantity that does not parse)
+        self.by_node: dict[str, dict[str, Resource | str]] = {}
         self.pod_node: dict[str, str] = {}
+        self.requests = RequestsMemo()
         self.dirty: set[str] = set()
         # Labels written whose watch event has not come back yet: a pass in between compares
         # with them, not with the view's older labels, so it does not write them again.
@@ -88,7 +92,11 @@ class Labeler:
             self._mark(before)
         node = str(((new or {}).get("spec") or {}).get("nodeName") or "")
         if new is not None and node:
-            self.by_node.setdefault(node, {})[key] = new
+            try:
+                held: Resource | str = self.requests(new)
+            except ValueError as exc:
+                held = str(exc)
+            self.by_node.setdefault(node, {})[key] = held
             self.pod_node[key] = node
             self._mark(node)
 
@@ -146,8 +154,18 @@ class Labeler:
             if node is None:
                 continue
             measured = None if usage is None else usage.get(name)
-            out.append(compute(node, self.by_node.get(name, {}).values(), steps=self.config.steps,
-                               gpu_resources=self.config.gpu_resources, usage=measured))
+            held = Resource()
+            problem = ""
+            for entry in self.by_node.get(name, {}).values():
+                if isinstance(entry, str):
+                    problem = entry
+                    break
+                held.add(entry)
+            if problem:
+                out.append(NodeLabels(name, problem=problem))
+                continue
+            out.append(compute(node, steps=self.config.steps, gpu_resources=self.config.gpu_resources,
+                               usage=measured, requested=held))
         return out
 
     async def run_pass(self, names: Iterable[str] | None = None) -> tuple[PassReport, list[NodeLabels], list[Change]]:
