@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in commands.NAMES:
-        module = importlib.import_module(f"webhook.commands.{name}")
+        module = importlib.import_module(f"webhook.commands.{name.replace('-', '_')}")  # label-nodes
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(p)
         p.set_defaults(_run=module.run)
