@@ -168,3 +168,21 @@ async def test_a_dry_run_computes_and_writes_nothing(server: FakeApiServer, star
     labeler = await start_labeler(dry_run=True)
     report, computed, changes = await labeler.run_pass()
     assert patches(server) == [] and report.written == 0 and len(changes) == 2 and len(computed) == 2
+
+
+async def test_the_api_server_going_away_mid_pass_fails_writes_and_removes_nothing(
+        server: FakeApiServer, start_labeler: Callable[..., Any]) -> None:
+    labeler = await start_labeler()
+    await labeler.run_pass()
+    before = {name: labels_of(server, name) for name in ("cpu-1", "gpu-1")}
+    server.go_away("refuse")
+    labeler.by_node["cpu-1"].clear()  # as if its pod had gone: a write is due
+    try:
+        report, _, _ = await labeler.run_pass()
+    finally:
+        server.come_back()
+    assert list(report.failed) == ["cpu-1"] and report.written == 0
+    assert {name: labels_of(server, name) for name in ("cpu-1", "gpu-1")} == before
+    report, _, _ = await labeler.run_pass()  # it answers again: the same change goes through
+    assert report.written == 1 and labels_of(server, "cpu-1")[P + "cpu-available"] == "4000"
+    assert labels_of(server, "cpu-1")["team"] == "a"
