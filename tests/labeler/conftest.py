@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import make_cache, until
+from tests.cluster.conftest import client, make_cache, until  # noqa: F401 - client: the fixture, on this server
 from tests.kit.fakeapi import FakeApiServer
 from webhook.cluster.client import Client
-from webhook.cluster.config import ClusterConfig
 from webhook.labeler.controller import Labeler, LabelerConfig
 from webhook.labeler.writes import RateLimiter, Writer
 
@@ -43,14 +42,7 @@ async def server() -> AsyncIterator[FakeApiServer]:
 
 
 @pytest.fixture
-async def client(server: FakeApiServer) -> AsyncIterator[Client]:
-    api = Client(ClusterConfig(server.url), request_timeout=2.0, watch_grace=2.0)
-    yield api
-    await api.close()
-
-
-@pytest.fixture
-async def start_labeler(client: Client) -> AsyncIterator[Callable[..., Any]]:
+async def start_labeler(client: Client) -> AsyncIterator[Callable[..., Any]]:  # noqa: F811 - the fixture
     """A started labeler (its cache synced); stopped at teardown."""
     caches: list[Any] = []
 

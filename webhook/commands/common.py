@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from webhook.kube import kinds
 
@@ -10,6 +11,32 @@ from webhook.kube import kinds
 def error(command: str, message: str) -> None:
     """``placement-webhook COMMAND: message`` on standard error."""
     print(f"placement-webhook {command}: {message}", file=sys.stderr)
+
+
+def positive(text: str) -> float:
+    """An argparse type: a number greater than zero (seconds, rates)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def whole(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum`` (counts, steps)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}: {text}")
+        return value
+
+    return parse
 
 
 def add_kinds_config(parser: argparse.ArgumentParser) -> None:

@@ -55,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubernetes-version", type=_version, metavar="MAJOR.MINOR",
                         help="the cluster's Kubernetes version, for --cluster-state (1.31 and later honour "
                         "matchLabelKeys in pod affinity, so a stuck rollout can be scoped to one revision)")
-    parser.add_argument("--replicas", type=_non_negative, metavar="N", help="place N replicas instead of the object's count")
+    parser.add_argument("--replicas", type=common.whole(0), metavar="N", help="place N replicas instead of the object's count")
     update = parser.add_mutually_exclusive_group()
     update.add_argument("--update", dest="update", action="store_true", default=None,
                         help="simulate the rolling update of a Deployment or StatefulSet (the default when it "
@@ -75,16 +75,6 @@ def _version(text: str) -> tuple[int, int]:
         return int(parts[0]), int(parts[1])
     except (IndexError, ValueError):
         raise argparse.ArgumentTypeError(f"not a MAJOR.MINOR version: {text!r}") from None
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from webhook.commands import common
 from webhook.exitcodes import Exit
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: the current one)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="one pass over every node, then exit")
-    mode.add_argument("--interval", type=_positive, default=60.0, metavar="SECONDS",
+    mode.add_argument("--interval", type=common.positive, default=60.0, metavar="SECONDS",
                       help="seconds between passes over every node while following the cluster (default 60)")
     parser.add_argument("--source", choices=("requests", "metrics"), default="requests",
                         help="usage labels from pod requests (default) or measured by metrics.k8s.io")
@@ -46,44 +47,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lease-name", default="placement-webhook-label-nodes", metavar="NAME")
     parser.add_argument("--lease-namespace", default=None, metavar="NS",
                         help="namespace of the Lease (default: the pod's own, else default)")
-    parser.add_argument("--lease-duration", type=_positive, default=15.0, metavar="SECONDS")
-    parser.add_argument("--renew-deadline", type=_positive, default=10.0, metavar="SECONDS")
-    parser.add_argument("--retry-period", type=_positive, default=2.0, metavar="SECONDS")
-    parser.add_argument("--rate", type=_positive, default=10.0, metavar="WRITES",
+    parser.add_argument("--lease-duration", type=common.positive, default=15.0, metavar="SECONDS")
+    parser.add_argument("--renew-deadline", type=common.positive, default=10.0, metavar="SECONDS")
+    parser.add_argument("--retry-period", type=common.positive, default=2.0, metavar="SECONDS")
+    parser.add_argument("--rate", type=common.positive, default=10.0, metavar="WRITES",
                         help="label writes per second at most (default 10)")
     parser.add_argument("--gpu-resource", dest="gpu_resources", action="append", metavar="NAME",
                         help=f"an extended resource counted as GPUs (default: {', '.join(DEFAULT_GPU_RESOURCES)}); "
                         "repeatable, and replaces the default")
-    parser.add_argument("--usage-step", type=_whole, default=defaults.usage, metavar="PERCENT")
-    parser.add_argument("--cpu-step", type=_whole, default=defaults.cpu, metavar="MILLICORES")
-    parser.add_argument("--memory-step", type=_whole, default=defaults.memory, metavar="MIB")
-    parser.add_argument("--storage-step", type=_whole, default=defaults.storage, metavar="MIB")
-    parser.add_argument("--sync-timeout", type=_positive, default=60.0, metavar="SECONDS",
+    parser.add_argument("--usage-step", type=common.whole(1), default=defaults.usage, metavar="PERCENT")
+    parser.add_argument("--cpu-step", type=common.whole(1), default=defaults.cpu, metavar="MILLICORES")
+    parser.add_argument("--memory-step", type=common.whole(1), default=defaults.memory, metavar="MIB")
+    parser.add_argument("--storage-step", type=common.whole(1), default=defaults.storage, metavar="MIB")
+    parser.add_argument("--sync-timeout", type=common.positive, default=60.0, metavar="SECONDS",
                         help="how long to wait for the first list of nodes and pods (default 60)")
     parser.add_argument("--metrics-port", type=int, default=8080, metavar="PORT",
                         help="port of /metrics, /healthz and /readyz while following the cluster (0: none)")
     parser.add_argument("--metrics-host", default="0.0.0.0", metavar="ADDR")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return value
-
-
-def _whole(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
