@@ -43,7 +43,9 @@ def project_node(obj: Object) -> Projected:
     behind the rollout's domain count): name, labels, taints, unschedulable; plus allocatable
     and the Ready condition for later users. Heartbeat timestamps are left out, so status reports change nothing here."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
-    ready = [{k: c[k] for k in ("type", "status", "reason") if k in c}
+    # lastTransitionTime changes only when the status does (heartbeats are lastHeartbeatTime):
+    # the spot reclaim detector reads how long a node has not been Ready.
+    ready = [{k: c[k] for k in ("type", "status", "reason", "lastTransitionTime") if k in c}
              for c in status.get("conditions") or () if c.get("type") == "Ready"]
     return {"metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
             "spec": {"taints": list(spec.get("taints") or []), "unschedulable": bool(spec.get("unschedulable"))},
@@ -78,7 +80,8 @@ class ClusterCache:
 
     def __init__(self, client: Client, *, match_label_keys: bool | None = None, page_size: int = 500,
                  watch_timeout: float = 300.0, backoff: BackoffPolicy = REFLECTOR_BACKOFF,
-                 min_watch_duration: float = 1.0, version_timeout: float = 10.0) -> None:
+                 min_watch_duration: float = 1.0, version_timeout: float = 10.0,
+                 projections: Mapping[str, Projection] | None = None) -> None:
         self.client = client
         self.match_label_keys_override = match_label_keys
         self.server_version: tuple[int, int] | None = None
@@ -90,7 +93,8 @@ class ClusterCache:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._nodes: tuple[int, tuple[Mapping[str, Any], ...]] = (-1, ())
         for name, (path, project) in RESOURCES.items():
-            self.add(name, path, project)
+            # ``projections`` replaces a resource's projection (a command that reads more of it).
+            self.add(name, path, (projections or {}).get(name, project))
 
     def add(self, name: str, path: str, project: Projection, *, on_change: ChangeHandler | None = None) -> Informer:
         """Register another informer (e.g. pods with a small projection); started by ``start``,

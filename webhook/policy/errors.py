@@ -64,8 +64,10 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f'; did you mean "{best}"?' if best else ""
 
 
-def from_validation(exc: ValidationError, *, doc: Document, base: PathT, data: Any) -> list[LoadError]:
-    """One :class:`LoadError` per pydantic error, at the line of the field it is about."""
+def from_validation(exc: ValidationError, *, doc: Document, base: PathT, data: Any,
+                    root: type[BaseModel] = PlacementPolicy) -> list[LoadError]:
+    """One :class:`LoadError` per pydantic error, at the line of the field it is about;
+    ``root`` is the model validated (field names for "did you mean" come from it)."""
     errors = []
     for err in exc.errors(include_url=False):
         path = _data_path(data, err["loc"], last_is_name=err["type"] in ("missing", "extra_forbidden"))
@@ -73,7 +75,7 @@ def from_validation(exc: ValidationError, *, doc: Document, base: PathT, data: A
         if at:
             path += tuple(at)
         full = base + path
-        message = _message(err, path)
+        message = _message(err, path, root)
         errors.append(LoadError(doc.file, doc.line_of(full), format_path(full), message))
     return errors
 
@@ -99,13 +101,13 @@ def _has(container: Any, step: str | int) -> bool:
     return isinstance(container, list) and isinstance(step, int) and 0 <= step < len(container)
 
 
-def _message(err: Any, path: PathT) -> str:
+def _message(err: Any, path: PathT, root: type[BaseModel] = PlacementPolicy) -> str:
     kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
     if kind == "missing":
         return "required field is missing"
     if kind == "extra_forbidden":
         name = str(path[-1]) if path else "?"
-        allowed = allowed_fields(path[:-1])
+        allowed = allowed_fields(path[:-1], root)
         hint = did_you_mean(name, allowed) or f" (allowed: {', '.join(sorted(allowed))})"
         return f'unknown field "{name}"{hint}'
     key_note = "key " if "[key]" in err["loc"] else ""
@@ -150,9 +152,9 @@ def _kind_of(value: Any) -> str:
     return f"{described} ({value!r})" if isinstance(value, (str, int, float)) else described
 
 
-def allowed_fields(path: Sequence[str | int]) -> list[str]:
-    """Field names (YAML spelling) of the model(s) found at ``path`` in a PlacementPolicy."""
-    models: tuple[type[BaseModel], ...] = (PlacementPolicy,)
+def allowed_fields(path: Sequence[str | int], root: type[BaseModel] = PlacementPolicy) -> list[str]:
+    """Field names (YAML spelling) of the model(s) found at ``path`` in a ``root`` document."""
+    models: tuple[type[BaseModel], ...] = (root,)
     for step in path:
         if isinstance(step, int):
             continue

@@ -1,0 +1,175 @@
+"""``placement-webhook extender``: the kube-scheduler extender for spot and on-demand capacity
+(SPEC section 9). ``--print-scheduler-config`` prints the ``extenders:`` stanza to add to the
+``KubeSchedulerConfiguration``, with ``ignorable: true`` so that an extender that is down never
+blocks scheduling.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from typing import Any
+
+from webhook.commands import common
+from webhook.exitcodes import Exit
+
+HELP = "serve the kube-scheduler extender for spot and on-demand capacity"
+log = logging.getLogger("webhook.extender")
+# The scheduler's default httpTimeout is 5 s; an answer takes milliseconds.
+HTTP_TIMEOUT = "5s"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="the SpotConfig file (docs/extender.md); default: built-in")
+    parser.add_argument("--host", default="0.0.0.0", metavar="ADDR")
+    parser.add_argument("--port", type=common.whole(1), default=8888)
+    parser.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (reloaded on change)")
+    parser.add_argument("--tls-key", metavar="FILE")
+    parser.add_argument("--kubeconfig", metavar="FILE",
+                        help="the cluster, for node names (nodeCacheCapable) and PriorityClasses "
+                        "(default: the pod's service account)")
+    parser.add_argument("--context", metavar="NAME")
+    parser.add_argument("--no-cluster", action="store_true",
+                        help="no cluster view: only whole Node objects are judged (nodeCacheCapable: false)")
+    parser.add_argument("--url-prefix", default="/", metavar="PATH", help="path the verbs are served under")
+    parser.add_argument("--filter-verb", default="filter", metavar="VERB")
+    parser.add_argument("--prioritize-verb", default="prioritize", metavar="VERB")
+    parser.add_argument("--max-request-bytes", type=common.whole(1024), default=256 * 2**20, metavar="BYTES")
+    parser.add_argument("--print-scheduler-config", metavar="URL",
+                        help="print the KubeSchedulerConfiguration extenders stanza for the extender at URL "
+                        "(e.g. https://placement-extender.placement-system.svc:8888) and exit")
+    parser.add_argument("--weight", type=common.whole(1), default=5,
+                        help="for --print-scheduler-config: the extender's weight (its 0..10 score x weight x 10 "
+                        "meets the default plugins' weighted 0..100 scores)")
+    parser.add_argument("--node-cache-capable", action=argparse.BooleanOptionalAction, default=True,
+                        help="for --print-scheduler-config: send node names (default) or whole Node objects")
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+
+
+def stanza(url: str, *, filter_verb: str, prioritize_verb: str, weight: int, node_cache_capable: bool,
+           prefix: str = "/") -> dict[str, Any]:
+    """The ``extenders`` entry of a ``KubeSchedulerConfiguration`` (v1 field names)."""
+    base = url.rstrip("/") + ("/" + prefix.strip("/") if prefix.strip("/") else "")
+    entry: dict[str, Any] = {"urlPrefix": base, "filterVerb": filter_verb, "prioritizeVerb": prioritize_verb,
+                             "weight": weight, "nodeCacheCapable": node_cache_capable, "ignorable": True,
+                             "httpTimeout": HTTP_TIMEOUT}
+    if base.startswith("https://"):
+        entry["enableHTTPS"] = True
+        entry["tlsConfig"] = {"caFile": "/etc/kubernetes/placement-extender/ca.crt"}
+    return entry
+
+
+def run(args: argparse.Namespace) -> int:
+    import yaml
+
+    from webhook.server import logs
+    from webhook.spot import config as spot_config
+
+    if args.print_scheduler_config:
+        entry = stanza(args.print_scheduler_config, filter_verb=args.filter_verb,
+                       prioritize_verb=args.prioritize_verb, weight=args.weight,
+                       node_cache_capable=args.node_cache_capable, prefix=args.url_prefix)
+        print("# Add to the KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1):")
+        sys.stdout.write(yaml.safe_dump({"extenders": [entry]}, sort_keys=False))
+        return Exit.OK
+    if bool(args.tls_cert) != bool(args.tls_key):
+        common.error("extender", "give --tls-cert and --tls-key together (or neither, for HTTP)")
+        return Exit.USAGE
+    try:
+        settings = spot_config.load(args.config)
+    except spot_config.SpotConfigError as exc:
+        for error in exc.errors:
+            print(str(error), file=sys.stderr)
+        return Exit.USAGE
+    logs.setup(args.log_level)
+    try:
+        return asyncio.run(_serve(settings, args))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _serve(settings: Any, args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from webhook.cluster import config as cluster_config
+    from webhook.extender.app import Extender, make_app
+
+    cache = client = None
+    if not args.no_cluster:
+        try:
+            where = cluster_config.load(args.kubeconfig, args.context)
+        except cluster_config.ConfigError as exc:
+            common.error("extender", f"{exc} (or --no-cluster to judge whole Node objects only)")
+            return Exit.USAGE
+        from webhook.cluster.cache import NODES, ClusterCache
+        from webhook.cluster.client import Client
+
+        client = Client(where)
+        cache = ClusterCache(client, projections={NODES: node_projection(settings)})
+    extender = Extender(settings, view=cache)
+    if cache is not None:
+        cache.informers["nodes"].add_handler(extender.saw_node)
+        await cache.start()
+
+    def not_ready() -> list[str]:
+        if cache is None:
+            return []
+        return [f"{name} not synced" for name, s in cache.status().items() if not s["synced"]]
+
+    app = make_app(extender, prefix=args.url_prefix, filter_verb=args.filter_verb,
+                   prioritize_verb=args.prioritize_verb, max_bytes=args.max_request_bytes, not_ready=not_ready)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
+    await runner.setup()
+    certs = None
+    ssl_context = None
+    if args.tls_cert:
+        from webhook.server.tls import CertificateSource
+
+        certs = CertificateSource(cert_file=args.tls_cert, key_file=args.tls_key)
+        if certs.poll() is False:
+            common.error("extender", certs.last_error)
+            await runner.cleanup()
+            return Exit.USAGE
+        ssl_context = certs.context
+    await web.TCPSite(runner, args.host, args.port, ssl_context=ssl_context).start()
+    log.info("serving", extra={"fields": {"address": f"{args.host}:{args.port}", "tls": bool(certs),
+                                          "clusterView": cache is not None}})
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 10.0)
+            if certs is not None and certs.poll() is False:
+                log.error("certificate reload failed", extra={"fields": {"error": certs.last_error}})
+    finally:
+        await runner.cleanup()
+        if cache is not None:
+            await cache.stop()
+        if client is not None:
+            await client.close()
+    return Exit.OK
+
+
+def node_projection(settings: Any) -> Any:
+    """The cluster view's node projection, plus what the reclaim detector reads: the annotations
+    it is configured to watch and the Ready condition's lastTransitionTime."""
+    from webhook.cluster.cache import project_node
+
+    watched = tuple(settings.reclaim.annotations)
+
+    def project(obj: Any) -> Any:
+        out = project_node(obj)
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        kept = {k: annotations[k] for k in watched if k in annotations}
+        if kept:
+            out["metadata"]["annotations"] = kept
+        return out
+
+    return project

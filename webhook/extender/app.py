@@ -1,0 +1,178 @@
+"""The extender's HTTP side: ``POST <prefix>/<filterVerb>`` and ``<prefix>/<prioritizeVerb>``,
+``/healthz``, ``/readyz`` and ``/metrics``.
+
+Every answer has a body. Input the extender cannot answer (not JSON, not an ExtenderArgs, too
+large) gets, from filter, an ``ExtenderFilterResult`` whose ``Error`` says why (the scheduler
+then treats the extender as failed, and skips it when it is ``ignorable``), and from
+prioritize a 400 with a JSON error (prioritize errors are ignored by the scheduler). A bug
+answers the same way, logged; the server never dies of a request.
+
+Nodes come from the request (whole Node objects) or, for node names (``nodeCacheCapable``),
+from the cluster view; a name the view does not know passes the filter and scores 5.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from webhook import codec
+from webhook.extender import protocol
+from webhook.extender.scoring import History, filter_nodes, prioritize
+from webhook.spot.config import SpotConfig
+from webhook.spot.nodes import Detector, classify
+
+__all__ = ["Extender", "NodeSource", "make_app"]
+
+log = logging.getLogger(__name__)
+PREFIX = "placement_webhook_extender"
+# The scheduler waits 5 s by default (DefaultExtenderTimeout); these buckets resolve the
+# milliseconds an answer takes and still show a stall before the timeout.
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0)
+DEFAULT_MAX_BYTES = 256 * 2**20  # 1,000 whole Nodes with their images are tens of MiB
+
+
+class NodeSource(Protocol):
+    """What the extender reads of the cluster view (``ClusterCache`` has both)."""
+
+    def nodes(self) -> Any: ...
+
+    def priority_class(self, name: str) -> Mapping[str, Any] | None: ...
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(f"{PREFIX}_requests", "Requests answered, by verb and result.", ["verb", "result"],
+                                registry=r)
+        self.duration = Histogram(f"{PREFIX}_request_duration_seconds", "Time to answer, by verb.", ["verb"],
+                                  buckets=BUCKETS, registry=r)
+        self.filtered = Counter(f"{PREFIX}_nodes_filtered", "Nodes filtered out, by reason.", ["reason"], registry=r)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class Extender:
+    """Answers filter and prioritize from ``config``, the request and the cluster view."""
+
+    def __init__(self, config: SpotConfig, *, view: NodeSource | None = None, clock: Callable[[], float] = time.time,
+                 metrics: Metrics | None = None) -> None:
+        self.config = config
+        self.view = view
+        self.clock = clock
+        self.detector = Detector(config)
+        self.history = History(config, clock)
+        self.metrics = metrics or Metrics()
+        self._by_name: tuple[int, dict[str, Mapping[str, Any]]] = (0, {})
+
+    def saw_node(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        """A node informer's change handler: a spot node newly marked for reclaim counts
+        against its pool (``History``), whether or not a pod is being scheduled."""
+        if new is not None and self.detector.reclaim(new, self.clock()) is not None:
+            self.history.saw(new)
+
+    def _known(self, args: protocol.ExtenderArgs) -> Mapping[str, Mapping[str, Any]]:
+        if not args.names_mode:
+            return {str(n["metadata"]["name"]): n for n in args.nodes}
+        if self.view is None:
+            return {}
+        nodes = self.view.nodes()
+        if id(nodes) != self._by_name[0]:  # the view rebuilds its tuple only when a node changed
+            self._by_name = (id(nodes), {str((n.get("metadata") or {}).get("name")): n for n in nodes})
+        return self._by_name[1]
+
+    def _classify(self, pod: Mapping[str, Any]) -> Any:
+        classes: dict[str, Mapping[str, Any]] = {}
+        name = str((pod.get("spec") or {}).get("priorityClassName") or "")
+        if name and self.view is not None:
+            found = self.view.priority_class(name)
+            if found is not None:
+                classes[name] = found
+        return classify(pod, self.config, classes)
+
+    def filter(self, args: protocol.ExtenderArgs) -> dict[str, Any]:
+        outcome = filter_nodes(self._classify(args.pod), args.node_names, self._known(args), self.detector,
+                               self.config, self.clock(), self.history)
+        for reason, count in outcome.reasons.items():
+            self.metrics.filtered.labels(reason).inc(count)
+        return protocol.filter_result(args, outcome.passed, outcome.failed, outcome.unresolvable)
+
+    def prioritize(self, args: protocol.ExtenderArgs) -> list[dict[str, Any]]:
+        scores = prioritize(self._classify(args.pod), args.node_names, self._known(args), self.detector,
+                            self.config, self.clock(), self.history)
+        return protocol.priority_list(scores)
+
+
+def make_app(extender: Extender, *, prefix: str = "/", filter_verb: str = "filter",
+             prioritize_verb: str = "prioritize", max_bytes: int = DEFAULT_MAX_BYTES,
+             not_ready: Callable[[], list[str]] = list) -> web.Application:
+    base = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    metrics = extender.metrics
+
+    async def read_args(request: web.Request) -> protocol.ExtenderArgs:
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise protocol.BadArgs(f"the request is larger than {max_bytes} bytes") from None
+        try:
+            data = codec.loads(body)
+        except ValueError as exc:
+            raise protocol.BadArgs(f"the body is not JSON: {exc}") from None
+        return protocol.parse(data)
+
+    async def filter_handler(request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        result = "ok"
+        names_mode: bool | None = None
+        try:
+            args = await read_args(request)
+            names_mode = args.names_mode
+            answer = extender.filter(args)
+        except protocol.BadArgs as exc:
+            result, answer = "bad-request", protocol.error_result(names_mode, str(exc))
+        except Exception as exc:  # noqa: BLE001 - one bad request must not take the extender down
+            log.exception("filter failed")
+            result, answer = "error", protocol.error_result(names_mode, f"internal error: {type(exc).__name__}")
+        metrics.requests.labels("filter", result).inc()
+        metrics.duration.labels("filter").observe(time.perf_counter() - started)
+        return web.Response(body=codec.dumps(answer), content_type="application/json")
+
+    async def prioritize_handler(request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        status, result = 200, "ok"
+        answer: Any
+        try:
+            answer = extender.prioritize(await read_args(request))
+        except protocol.BadArgs as exc:
+            status, result, answer = 400, "bad-request", {"error": str(exc)}
+        except Exception as exc:  # noqa: BLE001
+            log.exception("prioritize failed")
+            status, result, answer = 500, "error", {"error": f"internal error: {type(exc).__name__}"}
+        metrics.requests.labels("prioritize", result).inc()
+        metrics.duration.labels("prioritize").observe(time.perf_counter() - started)
+        return web.Response(status=status, body=codec.dumps(answer), content_type="application/json")
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        problems = not_ready()
+        return web.Response(status=503 if problems else 200, text="; ".join(problems) if problems else "ok")
+
+    async def metrics_handler(_: web.Request) -> web.Response:
+        return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application(client_max_size=max_bytes)
+    app.add_routes([
+        web.post(f"{base}/{filter_verb}", filter_handler),
+        web.post(f"{base}/{prioritize_verb}", prioritize_handler),
+        web.get("/healthz", healthz), web.get("/readyz", readyz), web.get("/metrics", metrics_handler),
+    ])
+    return app

@@ -1,0 +1,159 @@
+"""What a node is to spot placement: its capacity type, its pool, and whether it is about to be
+reclaimed; and what a pod is: critical, interruptible, or neither.
+
+Capacity follows the providers of docs/policies.md ("capacity", SPEC 3.3): a node is spot when
+the provider's label carries a spot value, on-demand when it carries an on-demand value (or,
+for providers that mark only spot nodes, when the label is absent), and unknown otherwise.
+An unknown never counts as spot or on-demand.
+
+A node is about to be reclaimed (``Detector.reclaim``) when it carries one of the taints the
+interruption handlers put on such nodes (aws-node-termination-handler's spot-itn, scheduled
+maintenance, ASG lifecycle termination and rebalance recommendation taints; Karpenter's
+disruption taint in its v1 and v1beta1 forms; GKE's impending-node-termination taint), a
+configured taint, label or annotation, or, for a spot node, a Ready condition that has not
+been True for longer than ``notReadySeconds`` (a reclaimed instance stops reporting).
+"""
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.engine.merge import PREFERRED, REQUIRED
+from webhook.kube.nodes import tolerates
+from webhook.spot.config import SpotConfig
+
+__all__ = ["ON_DEMAND", "RECLAIM_TAINTS", "SPOT", "UNKNOWN", "Detector", "PodClass", "capacity", "classify", "pool",
+           "provider_of"]
+
+SPOT, ON_DEMAND, UNKNOWN = "spot", "on-demand", "unknown"
+RECLAIM_TAINTS: tuple[str, ...] = (
+    "aws-node-termination-handler/spot-itn",
+    "aws-node-termination-handler/scheduled-maintenance",
+    "aws-node-termination-handler/asg-lifecycle-termination",
+    "aws-node-termination-handler/rebalance-recommendation",
+    "karpenter.sh/disrupted",  # Karpenter v1
+    "karpenter.sh/disruption",  # Karpenter v1beta1 (value "disrupting")
+    "cloud.google.com/impending-node-termination",
+)
+
+
+def _meta(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    return node.get("metadata") or {}
+
+
+def capacity(node: Mapping[str, Any], config: SpotConfig) -> str:
+    """spot, on-demand or unknown, by the configured provider's label."""
+    prov = provider_of(config)
+    labels = _meta(node).get("labels") or {}
+    value = labels.get(prov["label"])
+    if value is not None and str(value) in [str(v) for v in prov.get("spot") or ()]:
+        return SPOT
+    on_demand = [str(v) for v in prov.get("onDemand") or ()]
+    if (value is None and not on_demand) or (value is not None and str(value) in on_demand):
+        return ON_DEMAND
+    return UNKNOWN
+
+
+def pool(node: Mapping[str, Any], config: SpotConfig) -> tuple[str, ...]:
+    """The spot pool a node belongs to: its values of the configured pool labels."""
+    labels = _meta(node).get("labels") or {}
+    return tuple(str(labels.get(key, "")) for key in config.interruptions.pool_labels)
+
+
+def _parse_time(text: Any) -> float | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class Detector:
+    """Says whether, and why, a node is about to be reclaimed."""
+
+    def __init__(self, config: SpotConfig) -> None:
+        self.config = config
+        self.taints = frozenset((*RECLAIM_TAINTS, *config.reclaim.taints))
+
+    def reclaim(self, node: Mapping[str, Any], now: float) -> str | None:
+        """The reason the node is about to be reclaimed, or None. ``now`` is Unix time."""
+        for taint in (node.get("spec") or {}).get("taints") or ():
+            if isinstance(taint, Mapping) and taint.get("key") in self.taints:
+                return f"taint {taint.get('key')}"
+        meta = _meta(node)
+        for kind, wanted in (("label", self.config.reclaim.labels), ("annotation", self.config.reclaim.annotations)):
+            have = (meta.get("labels") if kind == "label" else meta.get("annotations")) or {}
+            for key, value in wanted.items():
+                if key in have and (value == "" or str(have[key]) == value):
+                    return f"{kind} {key}"
+        limit = self.config.reclaim.not_ready_seconds
+        if limit is not None and capacity(node, self.config) == SPOT:
+            for condition in (node.get("status") or {}).get("conditions") or ():
+                if isinstance(condition, Mapping) and condition.get("type") == "Ready" \
+                        and condition.get("status") != "True":
+                    since = _parse_time(condition.get("lastTransitionTime"))
+                    if since is not None and now - since > limit:
+                        return f"spot node not Ready for {int(now - since)} s"
+        return None
+
+
+@dataclass(frozen=True)
+class PodClass:
+    """critical: must run on demand; interruptible: welcome on spot; ``why`` says which rule."""
+
+    critical: bool
+    interruptible: bool
+    why: str
+
+
+def classify(pod: Mapping[str, Any], config: SpotConfig,
+             priority_class: Mapping[str, Mapping[str, Any]] | None = None) -> PodClass:
+    """Critical by priority (``spec.priority``, which the Priority admission plugin always
+    sets, else the named PriorityClass's value) or annotation; interruptible by annotation,
+    by tolerating the provider's spot taint, or by asking for spot in its node affinity or
+    nodeSelector (what a ``capacity: spot`` policy writes)."""
+    meta, spec = _meta(pod), pod.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    priority = spec.get("priority")
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        named = (priority_class or {}).get(str(spec.get("priorityClassName") or ""))
+        priority = named.get("value") if named else None
+    if str(annotations.get(config.critical.annotation, "")).lower() == "true":
+        return PodClass(True, False, f"annotation {config.critical.annotation}")
+    if isinstance(priority, int) and priority >= config.critical.priority_threshold:
+        return PodClass(True, False, f"priority {priority} >= {config.critical.priority_threshold}")
+    if str(annotations.get(config.interruptible.annotation, "")).lower() == "true":
+        return PodClass(False, True, f"annotation {config.interruptible.annotation}")
+    prov = provider_of(config)
+    spot_taint = _taint_of(prov.get("toleration"))
+    if spot_taint and any(tolerates(t, spot_taint) for t in spec.get("tolerations") or () if isinstance(t, Mapping)):
+        return PodClass(False, True, "tolerates the spot taint")
+    if _asks_for_spot(spec, prov):
+        return PodClass(False, True, "its node affinity asks for spot")
+    return PodClass(False, False, "")
+
+
+def _asks_for_spot(spec: Mapping[str, Any], prov: Mapping[str, Any]) -> bool:
+    label, spot = prov["label"], {str(v) for v in prov.get("spot") or ()}
+    if str((spec.get("nodeSelector") or {}).get(label, "")) in spot:
+        return True
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    terms: list[Mapping[str, Any]] = list(((node_affinity.get(REQUIRED) or {}).get("nodeSelectorTerms")) or ())
+    terms += [(p or {}).get("preference") or {} for p in node_affinity.get(PREFERRED) or ()]
+    return any(e.get("key") == label and e.get("operator") == "In" and spot & {str(v) for v in e.get("values") or ()}
+               for term in terms for e in (term or {}).get("matchExpressions") or ())
+
+
+def _taint_of(toleration: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The taint a provider puts on its spot nodes, which its toleration is written for."""
+    if not toleration:
+        return None
+    return {"key": toleration.get("key"), "value": toleration.get("value"), "effect": toleration.get("effect")}
+
+
+def provider_of(config: SpotConfig) -> Mapping[str, Any]:
+    """The configured provider's table entry: label, spot and on-demand values, toleration."""
+    return config.provider_entry()
