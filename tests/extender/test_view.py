@@ -9,10 +9,10 @@ from tests.kit.fakeapi import FakeApiServer
 from webhook.cluster.cache import NODES
 from webhook.cluster.client import Client
 from webhook.cluster.config import ClusterConfig
-from webhook.commands.extender import node_projection
 from webhook.extender import protocol
 from webhook.extender.app import Extender
 from webhook.spot.config import SpotConfig
+from webhook.spot.nodes import node_projection
 
 
 def node(name: str, kind: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:

@@ -106,9 +106,10 @@ async def _serve(settings: Any, args: argparse.Namespace) -> int:
             return Exit.USAGE
         from webhook.cluster.cache import NODES, ClusterCache
         from webhook.cluster.client import Client
+        from webhook.spot.nodes import node_projection
 
         client = Client(where)
-        cache = ClusterCache(client, projections={NODES: node_projection(settings)})
+        cache = ClusterCache(client, projections={NODES: node_projection(settings)})  # watched annotations too
     extender = Extender(settings, view=cache)
     if cache is not None:
         cache.informers["nodes"].add_handler(extender.saw_node)
@@ -155,21 +156,3 @@ async def _serve(settings: Any, args: argparse.Namespace) -> int:
         if client is not None:
             await client.close()
     return Exit.OK
-
-
-def node_projection(settings: Any) -> Any:
-    """The cluster view's node projection, plus what the reclaim detector reads: the annotations
-    it is configured to watch and the Ready condition's lastTransitionTime."""
-    from webhook.cluster.cache import project_node
-
-    watched = tuple(settings.reclaim.annotations)
-
-    def project(obj: Any) -> Any:
-        out = project_node(obj)
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        kept = {k: annotations[k] for k in watched if k in annotations}
-        if kept:
-            out["metadata"]["annotations"] = kept
-        return out
-
-    return project

@@ -24,8 +24,8 @@ from webhook.engine.merge import PREFERRED, REQUIRED
 from webhook.kube.nodes import tolerates
 from webhook.spot.config import SpotConfig
 
-__all__ = ["ON_DEMAND", "RECLAIM_TAINTS", "SPOT", "UNKNOWN", "Detector", "PodClass", "capacity", "classify", "pool",
-           "provider_of"]
+__all__ = ["ON_DEMAND", "RECLAIM_TAINTS", "SPOT", "UNKNOWN", "Detector", "PodClass", "capacity", "classify",
+           "node_projection", "pool", "provider_of"]
 
 SPOT, ON_DEMAND, UNKNOWN = "spot", "on-demand", "unknown"
 RECLAIM_TAINTS: tuple[str, ...] = (
@@ -157,3 +157,22 @@ def _taint_of(toleration: Mapping[str, Any] | None) -> dict[str, Any] | None:
 def provider_of(config: SpotConfig) -> Mapping[str, Any]:
     """The configured provider's table entry: label, spot and on-demand values, toleration."""
     return config.provider_entry()
+
+
+def node_projection(config: SpotConfig, keep: tuple[str, ...] = ()) -> Any:
+    """The cluster view's node projection plus what spot decisions read: the annotations the
+    reclaim detector is configured to watch (and ``keep``), and the Ready condition's
+    lastTransitionTime (which ``project_node`` keeps)."""
+    from webhook.cluster.cache import project_node
+
+    watched = (*config.reclaim.annotations, *keep)
+
+    def project(obj: Mapping[str, Any]) -> dict[str, Any]:
+        out = project_node(obj)
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        kept = {k: annotations[k] for k in watched if k in annotations}
+        if kept:
+            out["metadata"]["annotations"] = kept
+        return out
+
+    return project

@@ -1,0 +1,50 @@
+"""placement-webhook spot-controller as a user runs it: --dry-run, configuration errors, discovery."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.kit.fakeapi import FakeApiServer
+from tests.kit.fakeapi.objects import pod
+from webhook import cli
+from webhook.cluster.client import Client
+from webhook.cluster.config import ClusterConfig
+from webhook.commands.spot_controller import eviction_version
+
+
+def test_a_dry_run_prints_the_plan_and_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeApiServer.in_thread("1.31.0") as api:
+        api.load([{"apiVersion": "v1", "kind": "Node",
+                   "metadata": {"name": "spot-1", "labels": {"karpenter.sh/capacity-type": "spot"}},
+                   "spec": {"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}},
+                  pod("web-1", "shop", node_name="spot-1")])
+        api.write_kubeconfig(tmp_path / "kubeconfig")
+        code = cli.main(["spot-controller", "--dry-run", "--provider", "karpenter",
+                         "--kubeconfig", str(tmp_path / "kubeconfig")])
+        writes = [r for r in api.requests if r.method in ("POST", "PATCH", "PUT", "DELETE")]
+    out = capsys.readouterr().out
+    assert code == 0 and out.splitlines() == ["node spot-1: taint karpenter.sh/disrupted: cordon it, then evict:",
+                                              "  shop/web-1"]
+    assert writes == []
+
+
+def test_a_broken_config_is_a_usage_error_with_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "spot.yaml"
+    path.write_text("reclaim:\n  notReadySecond: 60\n")
+    assert cli.main(["spot-controller", "--config", str(path), "--dry-run"]) == 2
+    assert f"{path}:2: reclaim.notReadySecond" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("version", "expected"), [("1.31.0", "policy/v1"), ("1.21.0", "policy/v1beta1")])
+def test_the_eviction_version_comes_from_discovery(version: str, expected: str) -> None:
+    async def ask() -> str:
+        async with FakeApiServer(version) as api:
+            client = Client(ClusterConfig(api.url), request_timeout=2.0)
+            try:
+                return await eviction_version(client)
+            finally:
+                await client.close()
+
+    assert asyncio.run(ask()) == expected
