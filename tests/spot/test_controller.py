@@ -241,3 +241,32 @@ async def test_the_api_server_going_away_mid_drain_is_survived(server: FakeApiSe
             break
         await asyncio.sleep(0.05)
     assert all(server.get_object("Pod", n, "shop") is None for n in ("web-1", "web-2", "web-3"))
+
+
+async def test_two_controllers_at_once_evict_each_pod_and_never_delete_one(server: FakeApiServer,
+                                                                             running: Callable[..., Any]) -> None:
+    first, second = await running(), await running()
+    taint(server, "spot-1", [SPOT_ITN])
+    replace = replace_evicted(server, ["web-1", "web-2", "web-3"])
+    for _ in range(200):
+        replace()
+        if all(server.get_object("Pod", n, "shop") is None for n in ("web-1", "web-2", "web-3")):
+            break
+        await asyncio.sleep(0.05)
+    assert all(server.get_object("Pod", n, "shop") is None for n in ("web-1", "web-2", "web-3"))
+    assert not [r for r in server.requests if r.method == "DELETE" and "/pods/" in r.path]
+    evicted = first.controller.metrics.evictions.labels("evicted")._value.get() + \
+        second.controller.metrics.evictions.labels("evicted")._value.get()
+    assert evicted == 3, "each pod evicted once; the other controller's tries were blocked or found it gone"
+
+
+async def test_a_node_without_a_capacity_label_is_drained_on_a_taint_but_not_for_being_not_ready(
+        server: FakeApiServer, running: Callable[..., Any]) -> None:
+    server.apply_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare", "labels": {}},
+                         "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "Unknown",
+                                                                "lastTransitionTime": "2020-01-01T00:00:00Z"}]}})
+    controller = (await running()).controller
+    await asyncio.sleep(0.5)
+    assert "bare" not in controller.drains, "not known to be spot: NotReady alone is not a reclaim"
+    taint(server, "bare", [SPOT_ITN])
+    await until(lambda: "bare" in controller.drains or bool(events(server, "Drained")), what="the taint to count")
