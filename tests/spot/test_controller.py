@@ -270,3 +270,16 @@ async def test_a_node_without_a_capacity_label_is_drained_on_a_taint_but_not_for
     assert "bare" not in controller.drains, "not known to be spot: NotReady alone is not a reclaim"
     taint(server, "bare", [SPOT_ITN])
     await until(lambda: "bare" in controller.drains or bool(events(server, "Drained")), what="the taint to count")
+
+
+async def test_a_mirror_pod_is_left_alone_and_a_blocked_pod_is_told_once(server: FakeApiServer,
+                                                                           running: Callable[..., Any]) -> None:
+    mirror = pod("etcd-spot-1", "kube-system", node_name="spot-1")
+    mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc"}
+    server.apply_object(mirror)
+    await running(drain_timeout=1.5)
+    taint(server, "spot-1", [SPOT_ITN])
+    await until(lambda: bool(events(server, "DrainTimeout")), timeout=5.0, what="the deadline")
+    assert not [r for r in server.requests if r.path.endswith("/etcd-spot-1/eviction")]
+    blocked = [e["involvedObject"]["name"] for e in events(server, "EvictionBlocked")]
+    assert sorted(blocked) == sorted(set(blocked)) and len(blocked) == 2, "one Event per blocked pod"

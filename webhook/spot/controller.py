@@ -36,7 +36,7 @@ from webhook.cluster.client import ApiError, Client
 from webhook.cluster.metrics import ClusterViewCollector
 from webhook.cluster.snapshot import POD_PATH, SharedValues, project_pod
 from webhook.spot.config import SpotConfig
-from webhook.spot.drain import DrainReport, Evictor, drain_pods, evictable, skip_reason
+from webhook.spot.drain import MIRROR_ANNOTATION, DrainReport, Evictor, drain_pods, evictable, skip_reason
 from webhook.spot.nodes import Detector
 
 __all__ = ["CORDONED_BY", "DRAIN_STARTED", "FIELD_MANAGER", "SpotController", "SpotSettings"]
@@ -119,8 +119,7 @@ class SpotController:
         self.pod_node: dict[str, str] = {}
         self.wake = asyncio.Event()
         if PODS not in cache.informers:
-            share = SharedValues()
-            cache.add(PODS, POD_PATH, lambda obj: project_pod(obj, share=share))
+            cache.add(PODS, POD_PATH, _pod_projection())
         cache.informers[PODS].add_handler(self._on_pod)
         cache.informers[NODES].add_handler(lambda *_: self.wake.set())
 
@@ -200,11 +199,14 @@ class SpotController:
         deadline_wall = started + self.settings.drain_timeout
         deadline = time.monotonic() + max(0.0, deadline_wall - self.clock())
 
+        told: set[str] = set()  # pods already told they are blocked: one Event each, not one per retry
+
         async def on_result(pod: Mapping[str, Any], result: str, message: str) -> None:
             self.metrics.evictions.labels(result).inc()
             if result == "evicted":
                 await self.event(pod, "Pod", "Normal", "Evicted", f"evicted from spot node {name} before reclaim")
-            elif result == "blocked" and self.drains.get(name) and _key(pod) not in self.drains[name].report.blocked:
+            elif result == "blocked" and _key(pod) not in told:
+                told.add(_key(pod))
                 await self.event(pod, "Pod", "Warning", "EvictionBlocked", message)
 
         report = await drain_pods(self.evictor, lambda: self.pods_on(name), deadline, on_result=on_result,
@@ -282,6 +284,20 @@ class SpotController:
         except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             self.metrics.errors.labels("event").inc()
             log.debug("could not record event", extra={"fields": {"reason": reason, "error": str(exc)}})
+
+
+def _pod_projection() -> Any:
+    """The scheduler's pod projection plus the mirror-pod annotation the drain skips by."""
+    share = SharedValues()
+
+    def project(obj: Mapping[str, Any]) -> dict[str, Any]:
+        out = project_pod(obj, share=share)
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if MIRROR_ANNOTATION in annotations:
+            out["metadata"] = {**out["metadata"], "annotations": {MIRROR_ANNOTATION: annotations[MIRROR_ANNOTATION]}}
+        return out
+
+    return project
 
 
 def _key(pod: Mapping[str, Any]) -> str:

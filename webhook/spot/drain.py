@@ -48,8 +48,8 @@ def skip_reason(pod: Mapping[str, Any], excluded_namespaces: Iterable[str] = ())
     meta = pod.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return "already terminating"
-    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
-        return "a mirror pod"
+    if MIRROR_ANNOTATION in (meta.get("annotations") or {}) or _owner_kind(pod) == "Node":
+        return "a mirror pod"  # a static pod's mirror: the kubelet owns it (controller: its Node)
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return "finished"
     if _owner_kind(pod) == "DaemonSet":
