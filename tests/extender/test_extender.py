@@ -10,7 +10,7 @@ from aiohttp.test_utils import TestClient
 
 from webhook.extender import protocol
 from webhook.extender.app import Extender, make_app
-from webhook.extender.scoring import History, filter_nodes, prioritize
+from webhook.extender.scoring import FactsCache, History, filter_nodes, node_facts, prioritize
 from webhook.spot.config import SpotConfig
 from webhook.spot.nodes import Detector, PodClass
 
@@ -75,30 +75,35 @@ def test_scores_are_a_bare_host_priority_list_clamped_to_zero_through_ten() -> N
 
 # --- the rules -------------------------------------------------------------------------------------------------
 
+def facts(nodes: dict[str, Any], config: SpotConfig = SpotConfig()) -> Any:
+    return node_facts(nodes.values(), Detector(config), config)
+
+
 def test_a_node_about_to_be_reclaimed_fails_for_good_with_its_reason() -> None:
     nodes = {**NODES, "spot-1": node("spot-1", "spot", taints=[SPOT_ITN])}
     history = History(SpotConfig(), clock=lambda: NOW)
-    out = filter_nodes(OTHER, list(nodes), nodes, Detector(SpotConfig()), SpotConfig(), NOW, history)
+    out = filter_nodes(OTHER, list(nodes), facts(nodes), Detector(SpotConfig()), SpotConfig(), NOW, history)
     assert out.unresolvable == {"spot-1": "node is about to be reclaimed (taint aws-node-termination-handler/spot-itn)"}
     assert "spot-1" not in out.passed and out.reasons == {"reclaim": 1}
     assert history.count(("m5.large", "a"), NOW) == 1
 
 
 def test_nothing_else_is_filtered_by_default_and_unknown_names_pass() -> None:
-    out = filter_nodes(CRITICAL, [*NODES, "not-in-view"], NODES, Detector(SpotConfig()), SpotConfig(), NOW)
+    out = filter_nodes(CRITICAL, [*NODES, "not-in-view"], facts(NODES), Detector(SpotConfig()), SpotConfig(), NOW)
     assert out.passed == [*NODES, "not-in-view"] and not out.unresolvable
 
 
 def test_critical_pods_can_be_kept_off_spot_by_configuration() -> None:
     config = SpotConfig.model_validate({"critical": {"requireOnDemand": True}})
-    out = filter_nodes(CRITICAL, list(NODES), NODES, Detector(config), config, NOW)
+    out = filter_nodes(CRITICAL, list(NODES), facts(NODES, config), Detector(config), config, NOW)
     assert set(out.unresolvable) == {"spot-1", "spot-2"} and out.passed == ["od-1", "plain"]
-    assert filter_nodes(INTERRUPTIBLE, list(NODES), NODES, Detector(config), config, NOW).passed == list(NODES)
+    assert filter_nodes(INTERRUPTIBLE, list(NODES), facts(NODES, config), Detector(config), config,
+                        NOW).passed == list(NODES)
 
 
 def score(pod_class: PodClass, config: SpotConfig = SpotConfig(), history: History | None = None,
           nodes: dict[str, Any] = NODES) -> dict[str, int]:
-    return prioritize(pod_class, list(nodes), nodes, Detector(config), config, NOW, history)
+    return prioritize(pod_class, list(nodes), facts(nodes, config), Detector(config), config, NOW, history)
 
 
 def test_interruptible_pods_prefer_spot_critical_ones_on_demand_and_others_do_not_care() -> None:
@@ -115,7 +120,8 @@ def test_a_pool_interrupted_recently_scores_lower_until_the_window_passes() -> N
     history.saw(node("gone-1", "spot"), NOW - 50)  # the same node again counts once
     history.saw(node("gone-2", "spot"), NOW - 10)
     assert score(INTERRUPTIBLE, config, history)["spot-1"] == 4 and score(INTERRUPTIBLE, config, history)["spot-2"] == 10
-    assert prioritize(INTERRUPTIBLE, ["spot-1"], NODES, Detector(config), config, NOW + 700, history) == {"spot-1": 10}
+    assert prioritize(INTERRUPTIBLE, ["spot-1"], facts(NODES, config), Detector(config), config, NOW + 700,
+                      history) == {"spot-1": 10}
 
 
 def test_cost_weighs_in_by_the_price_table_and_the_factor() -> None:
@@ -181,3 +187,34 @@ async def test_the_probes_and_metrics_answer(http: TestClient) -> None:
     text = await (await http.get("/metrics")).text()
     assert 'placement_webhook_extender_requests_total{result="ok",verb="filter"} 1.0' in text
     assert "placement_webhook_extender_request_duration_seconds_bucket" in text
+
+
+def test_facts_are_worked_out_again_only_for_nodes_that_changed() -> None:
+    config = SpotConfig()
+    cache = FactsCache(Detector(config), config)
+    first = tuple(NODES.values())
+    before = cache.of(first)
+    assert cache.of(first) is before, "the same sequence: nothing recomputed"
+    changed = node("spot-1", "spot", taints=[SPOT_ITN])
+    after = cache.of((changed, *first[1:]))
+    assert after["spot-1"].reason == "taint aws-node-termination-handler/spot-itn"
+    assert all(after[n] is before[n] for n in ("spot-2", "od-1", "plain"))
+
+
+def test_not_ready_is_judged_at_the_time_of_the_request_not_when_the_facts_were_made() -> None:
+    config = SpotConfig()
+    late = node("spot-3", "spot")
+    late["status"] = {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2027-01-15T07:59:00Z"}]}
+    made = facts({"spot-3": late}, config)
+    detector = Detector(config)
+    assert filter_nodes(OTHER, ["spot-3"], made, detector, config, NOW).passed == ["spot-3"]  # 60 s: not yet
+    assert filter_nodes(OTHER, ["spot-3"], made, detector, config, NOW + 120).unresolvable["spot-3"].startswith(
+        "node is about to be reclaimed (spot node not Ready for 180 s)")
+
+
+async def test_nodes_are_passed_back_as_they_came_and_other_spellings_still_read(http: TestClient) -> None:
+    full = {**NODES["od-1"], "status": {"images": [{"names": ["x" * 50], "sizeBytes": 123}], "nodeInfo": {"a": 1}}}
+    answer = await (await http.post("/spot/filter", json={"Pod": {}, "Nodes": {"items": [full]}})).json()
+    assert answer["Nodes"]["items"] == [full], "fields the rules do not read come back too"
+    lower = await (await http.post("/spot/filter", json={"pod": {}, "nodes": {"items": [full]}})).json()
+    assert lower["Nodes"]["items"] == [full] and lower["Error"] == ""

@@ -21,9 +21,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from webhook import codec
 from webhook.extender import protocol
-from webhook.extender.scoring import History, filter_nodes, prioritize
+from webhook.extender.scoring import FactsCache, History, NodeFacts, filter_nodes, node_facts, prioritize
 from webhook.spot.config import SpotConfig
 from webhook.spot.nodes import Detector, classify
 
@@ -70,7 +69,7 @@ class Extender:
         self.detector = Detector(config)
         self.history = History(config, clock)
         self.metrics = metrics or Metrics()
-        self._by_name: tuple[int, dict[str, Mapping[str, Any]]] = (0, {})
+        self._facts = FactsCache(self.detector, config)
 
     def saw_node(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         """A node informer's change handler: a spot node newly marked for reclaim counts
@@ -78,15 +77,14 @@ class Extender:
         if new is not None and self.detector.reclaim(new, self.clock()) is not None:
             self.history.saw(new)
 
-    def _known(self, args: protocol.ExtenderArgs) -> Mapping[str, Mapping[str, Any]]:
+    def _known(self, args: protocol.ExtenderArgs) -> Mapping[str, NodeFacts]:
+        """The facts of the nodes a request is about: from its Node objects, or from the view
+        (remembered between requests, recomputed only for the nodes that changed)."""
         if not args.names_mode:
-            return {str(n["metadata"]["name"]): n for n in args.nodes}
+            return node_facts(args.nodes, self.detector, self.config)
         if self.view is None:
             return {}
-        nodes = self.view.nodes()
-        if id(nodes) != self._by_name[0]:  # the view rebuilds its tuple only when a node changed
-            self._by_name = (id(nodes), {str((n.get("metadata") or {}).get("name")): n for n in nodes})
-        return self._by_name[1]
+        return self._facts.of(self.view.nodes())
 
     def _classify(self, pod: Mapping[str, Any]) -> Any:
         classes: dict[str, Mapping[str, Any]] = {}
@@ -121,11 +119,7 @@ def make_app(extender: Extender, *, prefix: str = "/", filter_verb: str = "filte
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             raise protocol.BadArgs(f"the request is larger than {max_bytes} bytes") from None
-        try:
-            data = codec.loads(body)
-        except ValueError as exc:
-            raise protocol.BadArgs(f"the body is not JSON: {exc}") from None
-        return protocol.parse(data)
+        return protocol.parse_body(body)
 
     async def filter_handler(request: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -142,7 +136,7 @@ def make_app(extender: Extender, *, prefix: str = "/", filter_verb: str = "filte
             result, answer = "error", protocol.error_result(names_mode, f"internal error: {type(exc).__name__}")
         metrics.requests.labels("filter", result).inc()
         metrics.duration.labels("filter").observe(time.perf_counter() - started)
-        return web.Response(body=codec.dumps(answer), content_type="application/json")
+        return web.Response(body=protocol.encode(answer), content_type="application/json")
 
     async def prioritize_handler(request: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -157,7 +151,7 @@ def make_app(extender: Extender, *, prefix: str = "/", filter_verb: str = "filte
             status, result, answer = 500, "error", {"error": f"internal error: {type(exc).__name__}"}
         metrics.requests.labels("prioritize", result).inc()
         metrics.duration.labels("prioritize").observe(time.perf_counter() - started)
-        return web.Response(status=status, body=codec.dumps(answer), content_type="application/json")
+        return web.Response(status=status, body=protocol.encode(answer), content_type="application/json")
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")

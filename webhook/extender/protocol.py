@@ -17,7 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MAX_SCORE", "BadArgs", "ExtenderArgs", "filter_result", "parse", "priority_list"]
+import msgspec
+
+from webhook import codec
+
+__all__ = ["MAX_SCORE", "BadArgs", "ExtenderArgs", "encode", "filter_result", "parse", "parse_body",
+           "priority_list"]
 
 MIN_SCORE, MAX_SCORE = 0, 10
 
@@ -32,6 +37,9 @@ class ExtenderArgs:
     names_mode: bool  # NodeNames sent (nodeCacheCapable) rather than Nodes
     node_names: list[str]
     nodes: list[dict[str, Any]] = field(default_factory=list)  # whole Node objects (objects mode)
+    # The same Nodes as the request's bytes, when read by ``parse_body``: an answer passes them
+    # back as they came, without decoding and encoding megabytes of images and conditions.
+    raw_nodes: list[msgspec.Raw] = field(default_factory=list)
 
 
 def _field(body: Mapping[str, Any], name: str) -> Any:
@@ -68,6 +76,79 @@ def parse(body: Any) -> ExtenderArgs:
     return ExtenderArgs(pod, False, named, list(items))
 
 
+class _Meta(msgspec.Struct):
+    name: str = ""
+    labels: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+
+
+class _Spec(msgspec.Struct):
+    taints: list[Any] | None = None
+    unschedulable: Any = None
+
+
+class _Status(msgspec.Struct):
+    conditions: list[Any] | None = None
+    allocatable: dict[str, Any] | None = None
+
+
+class _SlimNode(msgspec.Struct):
+    """What the rules read of a Node; msgspec skips everything else without building it."""
+
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    spec: _Spec = msgspec.field(default_factory=_Spec)
+    status: _Status = msgspec.field(default_factory=_Status)
+
+
+class _NodeList(msgspec.Struct):
+    items: list[msgspec.Raw] | None = None
+
+
+class _Args(msgspec.Struct):
+    """ExtenderArgs as the scheduler's encoding/json writes it: the Go field names."""
+
+    Pod: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)  # empty when absent (Raw takes no union)
+    Nodes: _NodeList | None = None
+    NodeNames: list[str] | None = None
+
+
+_args_decoder = msgspec.json.Decoder(_Args)
+_node_decoder = msgspec.json.Decoder(_SlimNode)
+
+
+def parse_body(body: bytes) -> ExtenderArgs:
+    """An ``ExtenderArgs`` from the request's bytes. The scheduler's own form (Go field names)
+    is read with typed decoders that build only what the rules read and keep each Node's bytes;
+    anything else (other spellings, which Go would accept too) goes through ``parse``."""
+    try:
+        typed = _args_decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        typed = None
+    if typed is None or not typed.Pod or (typed.NodeNames is None and typed.Nodes is None):
+        try:
+            return parse(codec.loads(body))
+        except ValueError as exc:
+            if isinstance(exc, BadArgs):
+                raise
+            raise BadArgs(f"the body is not JSON: {exc}") from None
+    pod = codec.loads(bytes(typed.Pod))
+    if not isinstance(pod, dict):
+        raise BadArgs("ExtenderArgs.Pod is missing or not an object")
+    if typed.NodeNames is not None:
+        return ExtenderArgs(pod, True, list(typed.NodeNames))
+    raws = list((typed.Nodes.items if typed.Nodes is not None else None) or ())
+    nodes: list[dict[str, Any]] = []
+    for raw in raws:
+        try:
+            slim = _node_decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise BadArgs(f"a Node in ExtenderArgs.Nodes is not a Node object: {exc}") from None
+        if not slim.metadata.name:
+            raise BadArgs("a Node in ExtenderArgs.Nodes has no metadata.name")
+        nodes.append(msgspec.to_builtins(slim))
+    return ExtenderArgs(pod, False, [n["metadata"]["name"] for n in nodes], nodes, raws)
+
+
 def filter_result(args: ExtenderArgs, passed: list[str], failed: Mapping[str, str],
                   unresolvable: Mapping[str, str], error: str = "") -> dict[str, Any]:
     """``ExtenderFilterResult`` in the form of the request."""
@@ -77,8 +158,10 @@ def filter_result(args: ExtenderArgs, passed: list[str], failed: Mapping[str, st
         out["NodeNames"] = passed
     else:
         keep = set(passed)
+        originals: list[Any] = args.raw_nodes or args.nodes
         out["Nodes"] = {"apiVersion": "v1", "kind": "NodeList", "metadata": {},
-                        "items": [n for n in args.nodes if (n.get("metadata") or {}).get("name") in keep]}
+                        "items": [original for node, original in zip(args.nodes, originals, strict=True)
+                                  if (node.get("metadata") or {}).get("name") in keep]}
     return out
 
 
@@ -92,3 +175,14 @@ def error_result(names_mode: bool | None, error: str) -> dict[str, Any]:
 def priority_list(scores: Mapping[str, int]) -> list[dict[str, Any]]:
     """``HostPriorityList``, scores clamped to 0..10 (the scheduler does not clamp them)."""
     return [{"Host": host, "Score": max(MIN_SCORE, min(MAX_SCORE, int(score)))} for host, score in scores.items()]
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode(answer: Any) -> bytes:
+    """An answer as JSON; Nodes passed back as the request's bytes are written as they came."""
+    try:
+        return _encoder.encode(answer)
+    except (TypeError, ValueError, OverflowError):
+        return codec.dumps(answer)  # what msgspec will not write, the standard library does

@@ -96,8 +96,15 @@ class Detector:
 
     def reclaim(self, node: Mapping[str, Any], now: float) -> str | None:
         """The reason the node is about to be reclaimed, or None. ``now`` is Unix time."""
-        # ``type(x) is dict`` first: this runs for every node of every request, and the ABC check
-        # behind ``isinstance(x, Mapping)`` costs more than the rest of the test.
+        reason = self.fixed(node)
+        if reason is not None:
+            return reason
+        return self.not_ready(self.not_ready_since(node), now)
+
+    def fixed(self, node: Mapping[str, Any]) -> str | None:
+        """A reclaim signal that does not depend on the time: a taint, a label, an annotation."""
+        # ``type(x) is dict`` first: the ABC check behind ``isinstance(x, Mapping)`` costs more
+        # than the rest of the test, and this runs for thousands of nodes.
         for taint in (node.get("spec") or {}).get("taints") or ():
             if (type(taint) is dict or isinstance(taint, Mapping)) and taint.get("key") in self.taints:
                 return f"taint {taint.get('key')}"
@@ -110,16 +117,26 @@ class Detector:
             for key, value in wanted.items():
                 if key in have and (value == "" or str(have[key]) == value):
                     return f"{kind} {key}"
-        limit = self.config.reclaim.not_ready_seconds
-        if limit is not None:
-            for condition in (node.get("status") or {}).get("conditions") or ():
-                if (type(condition) is dict or isinstance(condition, Mapping)) and condition.get("type") == "Ready" \
-                        and condition.get("status") != "True":
-                    since = _parse_time(condition.get("lastTransitionTime"))
-                    # The capacity last: it is the costlier check, and most nodes are Ready.
-                    if since is not None and now - since > limit and capacity(node, self.config) == SPOT:
-                        return f"spot node not Ready for {int(now - since)} s"
         return None
+
+    def not_ready_since(self, node: Mapping[str, Any]) -> float | None:
+        """For a spot node whose Ready condition is not True: since when (Unix time)."""
+        if self.config.reclaim.not_ready_seconds is None:
+            return None
+        for condition in (node.get("status") or {}).get("conditions") or ():
+            if (type(condition) is dict or isinstance(condition, Mapping)) and condition.get("type") == "Ready" \
+                    and condition.get("status") != "True":
+                since = _parse_time(condition.get("lastTransitionTime"))
+                # The capacity last: it is the costlier check, and most nodes are Ready.
+                if since is not None and capacity(node, self.config) == SPOT:
+                    return since
+        return None
+
+    def not_ready(self, since: float | None, now: float) -> str | None:
+        limit = self.config.reclaim.not_ready_seconds
+        if since is None or limit is None or now - since <= limit:
+            return None
+        return f"spot node not Ready for {int(now - since)} s"
 
 
 @dataclass(frozen=True)
