@@ -12,7 +12,7 @@ from webhook.spot.nodes import Detector, capacity
 
 def test_the_bench_answers_every_request_at_a_tiny_size_and_reports_every_figure(run_bench: RunBench) -> None:
     out = run_bench("extender_bench.py", "--nodes-cache", "60", "--nodes-objects", "20", "--duration", "1",
-                    "--rate", "20", "--check")
+                    "--rate", "20", "--rate-objects", "20", "--check")
     assert re.search(r"extender at 127\.0\.0\.1:\d+ \(60 nodes in the view, \d+ about to be reclaimed\)", out), out
     names, objects = out.split("nodeCacheCapable, 60 node names at 20 requests/s")[1].split(
         "Nodes mode, 20 whole Node objects at 20 requests/s")
