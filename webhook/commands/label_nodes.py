@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import signal
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -144,88 +142,11 @@ def table(nodes: Any, computed: list[NodeLabels], changes: list[Change]) -> str:
 
 
 async def _follow(labeler: Labeler, cache: Any, client: Any, args: argparse.Namespace) -> int:
-    from webhook.cluster import probes
+    from webhook.cluster.controllers import Election, follow
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     labeler.metrics.watch_cluster(cache.status)
-    runner = None
-    if args.metrics_port:
-        def not_ready() -> list[str]:
-            return [f"{name} not synced" for name, s in cache.status().items() if not s["synced"]]
-
-        runner = await probes.start(args.metrics_host, args.metrics_port, metrics=labeler.metrics.render,
-                                    not_ready=not_ready)
-    try:
-        await _wait_synced(cache, stop)
-        if not args.leader_elect:
-            labeler.metrics.leader.set(1)
-            await labeler.run(stop)
-            return Exit.OK
-        return await _lead(labeler, client, args, stop)
-    finally:
-        if runner is not None:
-            await runner.cleanup()
-
-
-async def _wait_synced(cache: Any, stop: asyncio.Event) -> None:
-    """Wait for the first lists (retried for ever by the informers), logging while they fail."""
-    while not stop.is_set() and not await cache.wait_synced(30.0):
-        log.warning("waiting for the cluster view", extra={"fields": {
-            name: s["last_error"] for name, s in cache.status().items() if not s["synced"]}})
-
-
-async def _lead(labeler: Labeler, client: Any, args: argparse.Namespace, stop: asyncio.Event) -> int:
-    from webhook.cluster import config
-    from webhook.cluster.leader import LeaderElectionConfig, LeaderElector, default_identity
-
-    election = LeaderElectionConfig(
-        namespace=args.lease_namespace or config.pod_namespace() or "default", name=args.lease_name,
-        identity=default_identity(), lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
-        retry_period=args.retry_period, field_manager="label-nodes")
-    elector = LeaderElector(client, election)
-
-    async def lead(lost: asyncio.Event) -> None:
-        labeler.metrics.leader.set(1)
-        both = asyncio.Event()
-
-        async def relay() -> None:
-            await _first(stop, lost)
-            both.set()
-
-        relay_task = asyncio.create_task(relay())
-        try:
-            await labeler.run(both)
-        finally:
-            relay_task.cancel()
-            labeler.metrics.leader.set(0)
-
-    election_task = asyncio.create_task(elector.run(lead))
-    stop_task = asyncio.create_task(stop.wait())
-    done, _ = await asyncio.wait({election_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
-    if stop_task in done:
-        election_task.cancel()  # releases the lease
-        with contextlib.suppress(asyncio.CancelledError):
-            await election_task
-        return Exit.OK
-    stop_task.cancel()
-    error = election_task.exception()
-    if error is not None:
-        log.error("the labeler stopped", exc_info=error)
-        return Exit.FINDINGS
-    # Leadership was lost: exit, as client-go components do, so that a restart starts clean.
-    log.error("lost the lease: exiting")
-    return Exit.FINDINGS
-
-
-async def _first(*events: asyncio.Event) -> None:
-    waits = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in waits:
-            task.cancel()
-
+    election = Election(args.lease_name, args.lease_namespace, args.lease_duration, args.renew_deadline,
+                        args.retry_period) if args.leader_elect else None
+    return await follow(labeler.run, cache, client, component="label-nodes", leader=labeler.metrics.leader,
+                        metrics=labeler.metrics.render, metrics_host=args.metrics_host,
+                        metrics_port=args.metrics_port, election=election)

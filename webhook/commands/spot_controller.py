@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import signal
 import sys
 from typing import Any
 
@@ -109,73 +107,11 @@ async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
 
 
 async def _follow(controller: Any, cache: Any, client: Any, args: argparse.Namespace) -> int:
-    from webhook.cluster import probes
+    from webhook.cluster.controllers import Election, follow
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     controller.metrics.watch_cluster(cache.status)
-    runner = None
-    if args.metrics_port:
-        def not_ready() -> list[str]:
-            return [f"{name} not synced" for name, s in cache.status().items() if not s["synced"]]
-
-        runner = await probes.start(args.metrics_host, args.metrics_port, metrics=controller.metrics.render,
-                                    not_ready=not_ready)
-    try:
-        while not stop.is_set() and not await cache.wait_synced(30.0):
-            log.warning("waiting for the cluster view")
-        if not args.leader_elect:
-            controller.metrics.leader.set(1)
-            await controller.run(stop)
-            return Exit.OK
-        return await _lead(controller, client, args, stop)
-    finally:
-        if runner is not None:
-            await runner.cleanup()
-
-
-async def _lead(controller: Any, client: Any, args: argparse.Namespace, stop: asyncio.Event) -> int:
-    from webhook.cluster import config
-    from webhook.cluster.leader import LeaderElectionConfig, LeaderElector, default_identity
-
-    election = LeaderElectionConfig(
-        namespace=args.lease_namespace or config.pod_namespace() or "default", name=args.lease_name,
-        identity=default_identity(), lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
-        retry_period=args.retry_period, field_manager="spot-controller")
-
-    async def lead(lost: asyncio.Event) -> None:
-        controller.metrics.leader.set(1)
-        either = asyncio.Event()
-
-        async def relay() -> None:
-            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(lost.wait())]
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            for task in waits:
-                task.cancel()
-            either.set()
-
-        relay_task = asyncio.create_task(relay())
-        try:
-            await controller.run(either)
-        finally:
-            relay_task.cancel()
-            controller.metrics.leader.set(0)
-
-    election_task = asyncio.create_task(LeaderElector(client, election).run(lead))
-    stop_task = asyncio.create_task(stop.wait())
-    done, _ = await asyncio.wait({election_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
-    if stop_task in done:
-        election_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await election_task
-        return Exit.OK
-    stop_task.cancel()
-    error = election_task.exception()
-    if error is not None:
-        log.error("the spot controller stopped", exc_info=error)
-    else:
-        log.error("lost the lease: exiting")  # a restart starts clean and resumes drains from the nodes
-    return Exit.FINDINGS
+    election = Election(args.lease_name, args.lease_namespace, args.lease_duration, args.renew_deadline,
+                        args.retry_period) if args.leader_elect else None
+    return await follow(controller.run, cache, client, component="spot-controller", leader=controller.metrics.leader,
+                        metrics=controller.metrics.render, metrics_host=args.metrics_host,
+                        metrics_port=args.metrics_port, election=election)

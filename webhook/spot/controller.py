@@ -33,6 +33,7 @@ from prometheus_client.exposition import generate_latest
 from webhook import PREFIX
 from webhook.cluster.cache import NODES, ClusterCache
 from webhook.cluster.client import ApiError, Client
+from webhook.cluster.controllers import first
 from webhook.cluster.metrics import ClusterViewCollector
 from webhook.cluster.snapshot import POD_PATH, SharedValues, project_pod
 from webhook.spot.config import SpotConfig
@@ -149,7 +150,7 @@ class SpotController:
                 except Exception:  # noqa: BLE001 - a bug in one round must not stop the controller
                     log.exception("reconcile failed")
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(_first(stop, self.wake), resync)
+                    await asyncio.wait_for(first(stop, self.wake), resync)
         finally:
             for drain in list(self.drains.values()):
                 drain.task.cancel()
@@ -303,15 +304,6 @@ def _pod_projection() -> Any:
 def _key(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-
-
-async def _first(*events: asyncio.Event) -> None:
-    waits = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in waits:
-            task.cancel()
 
 
 def plan(controller: SpotController) -> list[str]:
