@@ -53,14 +53,15 @@ import json
 import logging
 import math
 import random
-import re
 import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from typing import Any
+
+from webhook.kube.times import format_micro_time, parse_time
 
 from .client import ApiError, Client
 
@@ -69,7 +70,6 @@ log = logging.getLogger(__name__)
 JITTER_FACTOR = 1.2  # leaderelection.JitterFactor
 API_VERSION = "coordination.k8s.io/v1"
 _SPEC_FIELDS = ("holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions")
-_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:?\d{2})")
 
 
 def default_identity() -> str:
@@ -124,32 +124,6 @@ class LeaderElectionRecord:
     acquire_time: datetime | None = None
     renew_time: datetime | None = None
     leader_transitions: int = 0
-
-
-def format_micro_time(value: datetime) -> str:
-    """metav1.MicroTime's JSON form: RFC 3339 in UTC with microseconds (``RFC3339Micro``)."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 time (any fraction length, ``Z`` or an offset); None for anything else."""
-    if not isinstance(value, str):
-        return None
-    found = _TIME.fullmatch(value.strip())
-    if not found:
-        return None
-    year, month, day, hour, minute, second, fraction, zone = found.groups()
-    try:
-        micros = int((fraction or "0")[:6].ljust(6, "0"))
-        if zone in ("Z", "z"):
-            tz = UTC
-        else:
-            digits = zone[1:].replace(":", "")
-            offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-            tz = timezone(-offset if zone[0] == "-" else offset)
-        return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micros, tzinfo=tz)
-    except ValueError:  # 2024-02-30, 25:00, an offset of 24 hours or more
-        return None
 
 
 def _int(value: Any) -> int | None:
@@ -483,4 +457,4 @@ class LeaderElector:
 
 
 __all__ = ["JITTER_FACTOR", "LeaderElectionConfig", "LeaderElectionRecord", "LeaderElector", "default_identity",
-           "format_micro_time", "parse_time", "record_from_spec", "spec_from_record"]
+           "record_from_spec", "spec_from_record"]

@@ -36,6 +36,7 @@ from webhook.cluster.client import ApiError, Client
 from webhook.cluster.controllers import first
 from webhook.cluster.metrics import ClusterViewCollector
 from webhook.cluster.snapshot import POD_PATH, SharedValues, project_pod
+from webhook.kube.times import format_time, timestamp
 from webhook.spot.config import SpotConfig
 from webhook.spot.drain import MIRROR_ANNOTATION, DrainReport, Evictor, drain_pods, evictable, skip_reason
 from webhook.spot.nodes import Detector
@@ -81,17 +82,6 @@ class SpotMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
-
-
-def _now_text() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse(text: Any) -> float | None:
-    try:
-        return datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass
@@ -167,7 +157,7 @@ class SpotController:
             annotations = (node.get("metadata") or {}).get("annotations") or {}
             ours = DRAIN_STARTED in annotations
             if reason is not None and name not in self.drains:
-                started = _parse(annotations.get(DRAIN_STARTED)) if ours else None
+                started = timestamp(annotations.get(DRAIN_STARTED)) if ours else None
                 await self._start(name, node, reason, started)
             elif reason is None and (ours or name in self.drains):
                 await self._false_alarm(name, node)
@@ -181,7 +171,7 @@ class SpotController:
         spec_unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
         annotations = (node.get("metadata") or {}).get("annotations") or {}
         if not resumed:
-            patch: dict[str, Any] = {"metadata": {"annotations": {DRAIN_STARTED: _now_text()}}}
+            patch: dict[str, Any] = {"metadata": {"annotations": {DRAIN_STARTED: format_time(datetime.datetime.now(datetime.UTC))}}}
             if not spec_unschedulable:
                 patch["spec"] = {"unschedulable": True}
                 patch["metadata"]["annotations"][CORDONED_BY] = COMPONENT
@@ -265,7 +255,7 @@ class SpotController:
         """A core/v1 Event about ``obj`` (``tools/record``'s shape); never raises."""
         meta = obj.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
-        now = _now_text()
+        now = format_time(datetime.datetime.now(datetime.UTC))
         involved = {"kind": kind, "name": meta.get("name"), "apiVersion": "v1"}
         if kind == "Pod":
             involved["namespace"] = namespace

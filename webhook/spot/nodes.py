@@ -15,13 +15,13 @@ been True for longer than ``notReadySeconds`` (a reclaimed instance stops report
 """
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from webhook.engine.merge import PREFERRED, REQUIRED
 from webhook.kube.nodes import tolerates
+from webhook.kube.times import timestamp
 from webhook.spot.config import SpotConfig
 
 __all__ = ["ON_DEMAND", "RECLAIM_TAINTS", "SPOT", "UNKNOWN", "Detector", "PodClass", "capacity", "classify",
@@ -78,15 +78,6 @@ def pool(node: Mapping[str, Any], config: SpotConfig) -> tuple[str, ...]:
     return tuple([str(labels.get(key, "")) for key in config.interruptions.pool_labels])  # a list: faster
 
 
-def _parse_time(text: Any) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 class Detector:
     """Says whether, and why, a node is about to be reclaimed."""
 
@@ -126,7 +117,7 @@ class Detector:
         for condition in (node.get("status") or {}).get("conditions") or ():
             if (type(condition) is dict or isinstance(condition, Mapping)) and condition.get("type") == "Ready" \
                     and condition.get("status") != "True":
-                since = _parse_time(condition.get("lastTransitionTime"))
+                since = timestamp(condition.get("lastTransitionTime"))
                 # The capacity last: it is the costlier check, and most nodes are Ready.
                 if since is not None and capacity(node, self.config) == SPOT:
                     return since

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from webhook.kube.scheduler.labels import (
@@ -28,6 +27,7 @@ from webhook.kube.scheduler.resources import (
     pod_requests,
     to_resource,
 )
+from webhook.kube.times import timestamp
 
 __all__ = ["AffinityTerm", "HostPort", "PodInfo", "WeightedTerm", "host_ports", "pod_key"]
 
@@ -128,10 +128,8 @@ def _guard(parse: Callable[[], tuple[Any, ...]], strict: bool) -> tuple[Any, ...
 
 
 def _start_time(status: Mapping[str, Any]) -> float | None:
-    text = status.get("startTime")
-    if not text:
-        return None
-    return datetime.fromisoformat(str(text)).timestamp()  # 3.11 reads the "Z"
+    # A garbled startTime reads as none (the pod counts as starting now), not as an error.
+    return timestamp(status.get("startTime"))
 
 
 def pod_key(pod: Mapping[str, Any]) -> str:
