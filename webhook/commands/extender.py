@@ -66,7 +66,6 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from webhook.server import logs
-    from webhook.spot import config as spot_config
 
     if args.print_scheduler_config:
         entry = stanza(args.print_scheduler_config, filter_verb=args.filter_verb,
@@ -78,12 +77,9 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         common.error("extender", "give --tls-cert and --tls-key together (or neither, for HTTP)")
         return Exit.USAGE
-    try:
-        settings = spot_config.load(args.config)
-    except spot_config.SpotConfigError as exc:
-        for error in exc.errors:
-            print(str(error), file=sys.stderr)
-        return Exit.USAGE
+    settings = common.load_spot_config(args.config)
+    if isinstance(settings, int):
+        return settings
     logs.setup(args.log_level)
     try:
         return asyncio.run(_serve(settings, args))

@@ -30,9 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from webhook.labeler.values import DEFAULT_GPU_RESOURCES, Steps
 
     defaults = Steps()
-    parser.add_argument("--kubeconfig", metavar="FILE",
-                        help="the cluster (default: the pod's service account, else $KUBECONFIG or ~/.kube/config)")
-    parser.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: the current one)")
+    common.add_controller_flags(parser, lease_name="placement-webhook-label-nodes", acts="write")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="one pass over every node, then exit")
     mode.add_argument("--interval", type=common.positive, default=60.0, metavar="SECONDS",
@@ -41,13 +39,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="usage labels from pod requests (default) or measured by metrics.k8s.io")
     parser.add_argument("--dry-run", action="store_true",
                         help="print each node's labels and the ones it would get; write nothing (one pass)")
-    parser.add_argument("--leader-elect", action="store_true", help="write only while holding the Lease")
-    parser.add_argument("--lease-name", default="placement-webhook-label-nodes", metavar="NAME")
-    parser.add_argument("--lease-namespace", default=None, metavar="NS",
-                        help="namespace of the Lease (default: the pod's own, else default)")
-    parser.add_argument("--lease-duration", type=common.positive, default=15.0, metavar="SECONDS")
-    parser.add_argument("--renew-deadline", type=common.positive, default=10.0, metavar="SECONDS")
-    parser.add_argument("--retry-period", type=common.positive, default=2.0, metavar="SECONDS")
     parser.add_argument("--rate", type=common.positive, default=10.0, metavar="WRITES",
                         help="label writes per second at most (default 10)")
     parser.add_argument("--gpu-resource", dest="gpu_resources", action="append", metavar="NAME",
@@ -57,12 +48,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu-step", type=common.whole(1), default=defaults.cpu, metavar="MILLICORES")
     parser.add_argument("--memory-step", type=common.whole(1), default=defaults.memory, metavar="MIB")
     parser.add_argument("--storage-step", type=common.whole(1), default=defaults.storage, metavar="MIB")
-    parser.add_argument("--sync-timeout", type=common.positive, default=60.0, metavar="SECONDS",
-                        help="how long to wait for the first list of nodes and pods (default 60)")
-    parser.add_argument("--metrics-port", type=int, default=8080, metavar="PORT",
-                        help="port of /metrics, /healthz and /readyz while following the cluster (0: none)")
-    parser.add_argument("--metrics-host", default="0.0.0.0", metavar="ADDR")
-    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,7 +83,7 @@ async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
     try:
         if args.once or args.dry_run:
             return await _one_pass(labeler, cache, args, sys.stdout)
-        return await _follow(labeler, cache, client, args)
+        return await common.follow(labeler.run, labeler.metrics, cache, client, args, component="label-nodes")
     finally:
         await cache.stop()
         await client.close()
@@ -139,14 +124,3 @@ def table(nodes: Any, computed: list[NodeLabels], changes: list[Change]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return "".join("  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row)).rstrip() + "\n"
                    for row in rows)
-
-
-async def _follow(labeler: Labeler, cache: Any, client: Any, args: argparse.Namespace) -> int:
-    from webhook.cluster.controllers import Election, follow
-
-    labeler.metrics.watch_cluster(cache.status)
-    election = Election(args.lease_name, args.lease_namespace, args.lease_duration, args.renew_deadline,
-                        args.retry_period) if args.leader_elect else None
-    return await follow(labeler.run, cache, client, component="label-nodes", leader=labeler.metrics.leader,
-                        metrics=labeler.metrics.render, metrics_host=args.metrics_host,
-                        metrics_port=args.metrics_port, election=election)

@@ -19,9 +19,7 @@ log = logging.getLogger("webhook.spot")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", metavar="FILE",
-                        help="the cluster (default: the pod's service account, else $KUBECONFIG or ~/.kube/config)")
-    parser.add_argument("--context", metavar="NAME")
+    common.add_controller_flags(parser, lease_name="placement-webhook-spot-controller", acts="act")
     parser.add_argument("--config", metavar="FILE", help="the SpotConfig file (docs/spot-controller.md)")
     parser.add_argument("--provider", choices=("generic", "karpenter", "eks", "gke", "aks"),
                         help="the capacity provider (overrides the config file's)")
@@ -30,29 +28,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="seconds from the signal until a drain gives up and reports what a PDB kept (default 120)")
     parser.add_argument("--exclude-namespace", dest="exclude_namespaces", action="append", default=[], metavar="NS",
                         help="never evict pods of this namespace; repeatable")
-    parser.add_argument("--leader-elect", action="store_true", help="act only while holding the Lease")
-    parser.add_argument("--lease-name", default="placement-webhook-spot-controller", metavar="NAME")
-    parser.add_argument("--lease-namespace", default=None, metavar="NS")
-    parser.add_argument("--lease-duration", type=common.positive, default=15.0, metavar="SECONDS")
-    parser.add_argument("--renew-deadline", type=common.positive, default=10.0, metavar="SECONDS")
-    parser.add_argument("--retry-period", type=common.positive, default=2.0, metavar="SECONDS")
-    parser.add_argument("--sync-timeout", type=common.positive, default=60.0, metavar="SECONDS")
-    parser.add_argument("--metrics-port", type=int, default=8080, metavar="PORT", help="0: none")
-    parser.add_argument("--metrics-host", default="0.0.0.0", metavar="ADDR")
-    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
 def run(args: argparse.Namespace) -> int:
     from webhook.cluster import config as cluster_config
     from webhook.server import logs
-    from webhook.spot import config as spot_config
-
-    try:
-        settings = spot_config.load(args.config)
-    except spot_config.SpotConfigError as exc:
-        for error in exc.errors:
-            print(str(error), file=sys.stderr)
-        return Exit.USAGE
+    settings = common.load_spot_config(args.config)
+    if isinstance(settings, int):
+        return settings
     if args.provider:
         settings = settings.model_copy(update={"provider": args.provider})
     logs.setup(args.log_level)
@@ -100,18 +83,8 @@ async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
                 return Exit.FINDINGS
             print("\n".join(plan(controller)))
             return Exit.OK
-        return await _follow(controller, cache, client, args)
+        return await common.follow(controller.run, controller.metrics, cache, client, args,
+                                   component="spot-controller")
     finally:
         await cache.stop()
         await client.close()
-
-
-async def _follow(controller: Any, cache: Any, client: Any, args: argparse.Namespace) -> int:
-    from webhook.cluster.controllers import Election, follow
-
-    controller.metrics.watch_cluster(cache.status)
-    election = Election(args.lease_name, args.lease_namespace, args.lease_duration, args.renew_deadline,
-                        args.retry_period) if args.leader_elect else None
-    return await follow(controller.run, cache, client, component="spot-controller", leader=controller.metrics.leader,
-                        metrics=controller.metrics.render, metrics_host=args.metrics_host,
-                        metrics_port=args.metrics_port, election=election)
