@@ -38,14 +38,16 @@ class Election:
     retry_period: float = 2.0
 
 
-async def first(*events: asyncio.Event) -> None:
-    """Wait until one of ``events`` is set."""
+async def first(*events: asyncio.Event, timeout: float | None = None) -> None:
+    """Wait until one of ``events`` is set, or ``timeout`` seconds have passed."""
     waits = [asyncio.ensure_future(e.wait()) for e in events]
     try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in waits:
             task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 async def follow(work: Work, cache: ClusterCache, client: Client, *, component: str, leader: Any,

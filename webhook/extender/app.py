@@ -19,8 +19,9 @@ from typing import Any, Protocol
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import generate_latest
 
+from webhook.cluster import probes
 from webhook.extender import protocol
 from webhook.extender.scoring import FactsCache, History, NodeFacts, filter_nodes, node_facts, prioritize
 from webhook.spot.config import SpotConfig
@@ -153,20 +154,8 @@ def make_app(extender: Extender, *, prefix: str = "/", filter_verb: str = "filte
         metrics.duration.labels("prioritize").observe(time.perf_counter() - started)
         return web.Response(status=status, body=protocol.encode(answer), content_type="application/json")
 
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def readyz(_: web.Request) -> web.Response:
-        problems = not_ready()
-        return web.Response(status=503 if problems else 200, text="; ".join(problems) if problems else "ok")
-
-    async def metrics_handler(_: web.Request) -> web.Response:
-        return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
     app = web.Application(client_max_size=max_bytes)
-    app.add_routes([
-        web.post(f"{base}/{filter_verb}", filter_handler),
-        web.post(f"{base}/{prioritize_verb}", prioritize_handler),
-        web.get("/healthz", healthz), web.get("/readyz", readyz), web.get("/metrics", metrics_handler),
-    ])
+    app.add_routes([web.post(f"{base}/{filter_verb}", filter_handler),
+                    web.post(f"{base}/{prioritize_verb}", prioritize_handler),
+                    *probes.routes(metrics=metrics.render, not_ready=not_ready)])
     return app

@@ -15,7 +15,6 @@ first time.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -26,6 +25,7 @@ import aiohttp
 
 from webhook.cluster.cache import NODES, ClusterCache
 from webhook.cluster.client import ApiError, Client
+from webhook.cluster.controllers import first
 from webhook.cluster.snapshot import POD_PATH, SharedValues, project_pod
 from webhook.kube.scheduler.resources import Resource
 from webhook.labeler.metrics import LabelerMetrics
@@ -203,11 +203,11 @@ class Labeler:
                 await self._guarded(None)
                 next_full = time.monotonic() + self.config.interval
             elif self.dirty:
-                await _wait_any(stop, asyncio.Event(), self.config.settle)
+                await first(stop, timeout=self.config.settle)
                 names, self.dirty = self.dirty, set()
                 self.wake.clear()
                 await self._guarded(names)
-            await _wait_any(stop, self.wake, max(0.0, next_full - time.monotonic()))
+            await first(stop, self.wake, timeout=max(0.0, next_full - time.monotonic()))
 
     async def _guarded(self, names: Iterable[str] | None) -> None:
         try:
@@ -237,14 +237,3 @@ def _allocatable(node: Mapping[str, Any]) -> Any:
 def _own(node: Mapping[str, Any]) -> dict[str, Any]:
     labels = (node.get("metadata") or {}).get("labels") or {}
     return {k: v for k, v in labels.items() if k in LABELS}
-
-
-async def _wait_any(stop: asyncio.Event, wake: asyncio.Event, timeout: float) -> None:
-    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())]
-    try:
-        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in waits:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

@@ -139,8 +139,7 @@ class SpotController:
                     await self.reconcile()
                 except Exception:  # noqa: BLE001 - a bug in one round must not stop the controller
                     log.exception("reconcile failed")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(first(stop, self.wake), resync)
+                await first(stop, self.wake, timeout=resync)
         finally:
             for drain in list(self.drains.values()):
                 drain.task.cancel()
