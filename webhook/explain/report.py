@@ -11,7 +11,6 @@ and rules behind it, the rollout, the suggestions, then the assumptions made.
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -178,17 +177,23 @@ def _rollout_rows(verdict: RolloutVerdict) -> list[ReplicaRow]:
     return rows
 
 
-def _diagnosis(result: Result) -> dict[str, Any]:
-    """Per reason the nodes counted under it (each node under its first failing filter, as
-    the message counts), and per node every filter that rejects it, with the rule."""
+def _by_reason(result: Result) -> list[tuple[str, list[str]]]:
+    """Each reason with the nodes counted under it (each node under its first failing filter,
+    as the scheduler's message counts them), most nodes first, then by reason."""
     reasons: dict[str, list[str]] = {}
     for node, failure in result.filtered.items():
         for reason in failure.reasons:
             reasons.setdefault(reason, []).append(node)
+    return sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def _diagnosis(result: Result) -> dict[str, Any]:
+    """Per reason the nodes counted under it, and per node every filter that rejects it,
+    with the rule."""
     out: dict[str, Any] = {
         "message": result.message,
         "reasons": [{"reason": reason, "nodes": len(nodes), "nodeNames": nodes}
-                    for reason, nodes in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))],
+                    for reason, nodes in _by_reason(result)],
         "nodes": {node: [{"filter": f.plugin, "code": f.code, "reasons": list(f.reasons), "details": list(f.details)}
                          for f in failures] for node, failures in result.failures.items()},
     }
@@ -284,15 +289,10 @@ def _tied(nodes: tuple[str, ...], shown: int = 3) -> str:
 
 def _reasons(result: Result) -> list[str]:
     lines: list[str] = []
-    counted: Counter[str] = Counter()
-    nodes_for: dict[str, list[str]] = {}
-    for node, failure in result.filtered.items():
-        for reason in failure.reasons:
-            counted[reason] += 1
-            nodes_for.setdefault(reason, []).append(node)
-    for reason, count in sorted(counted.items(), key=lambda kv: (-kv[1], kv[0])):
+    for reason, nodes in _by_reason(result):
+        count = len(nodes)
         lines.append(f"    {count} {reason}:")
-        for node in nodes_for[reason][:NODES_SHOWN]:
+        for node in nodes[:NODES_SHOWN]:
             why = "; ".join(str(f) for f in result.failures.get(node, ()))
             lines.append(f"      {node}: {why}")
         if count > NODES_SHOWN:
