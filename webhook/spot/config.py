@@ -108,6 +108,7 @@ class SpotConfig(Model):
     cost: Cost = Field(default_factory=Cost)
     _provider: dict[str, Any] | None = PrivateAttr(default=None)
     _prices: dict[tuple[str, str], float] | None = PrivateAttr(default=None)
+    _capacity: tuple[str, frozenset[str], frozenset[str]] | None = PrivateAttr(default=None)
 
     def provider_entry(self) -> dict[str, Any]:
         """The provider's table entry (label, spot and on-demand values, toleration), once."""
@@ -118,6 +119,14 @@ class SpotConfig(Model):
                 by_alias=True, exclude_none=True)
             self._provider = dict(provider_table({"provider": chosen}))
         return self._provider
+
+    def capacity_rules(self) -> tuple[str, frozenset[str], frozenset[str]]:
+        """The provider's capacity label and its spot and on-demand values, as sets, once."""
+        if self._capacity is None:
+            entry = self.provider_entry()
+            self._capacity = (str(entry["label"]), frozenset(str(v) for v in entry.get("spot") or ()),
+                              frozenset(str(v) for v in entry.get("onDemand") or ()))
+        return self._capacity
 
     def price(self, instance_type: str, capacity: str) -> float | None:
         if self._prices is None:

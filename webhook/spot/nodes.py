@@ -43,26 +43,9 @@ def _meta(node: Mapping[str, Any]) -> Mapping[str, Any]:
     return node.get("metadata") or {}
 
 
-# The provider's label and values as sets, for the last configuration asked about: ``capacity``
-# runs several times per node of every extender request (5,000 nodes a request), and reading
-# the configuration's private cache costs more than the check itself.
-_rules: tuple[SpotConfig, str, frozenset[str], frozenset[str]] | None = None
-
-
-def _capacity_rules(config: SpotConfig) -> tuple[SpotConfig, str, frozenset[str], frozenset[str]]:
-    global _rules
-    rules = _rules
-    if rules is None or rules[0] is not config:
-        prov = provider_of(config)
-        rules = (config, prov["label"], frozenset(str(v) for v in prov.get("spot") or ()),
-                 frozenset(str(v) for v in prov.get("onDemand") or ()))
-        _rules = rules
-    return rules
-
-
 def capacity(node: Mapping[str, Any], config: SpotConfig) -> str:
     """spot, on-demand or unknown, by the configured provider's label."""
-    _, label, spot, on_demand = _capacity_rules(config)
+    label, spot, on_demand = config.capacity_rules()
     labels = _meta(node).get("labels") or {}
     value = labels.get(label)
     if value is not None and str(value) in spot:
