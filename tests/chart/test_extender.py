@@ -4,10 +4,7 @@ serving certificate made like the webhook's in each TLS mode, and the ``extender
 KubeSchedulerConfiguration in NOTES.txt."""
 from __future__ import annotations
 
-import argparse
 import base64
-import contextlib
-import io
 import ipaddress
 import json
 import re
@@ -22,10 +19,9 @@ from cryptography import x509
 
 from tests.chart.conftest import TLS_MODES
 from tests.chart.test_kubernetes_schemas import _validate_all
-from tests.chart.test_labeler import granted, group_resource, selects
 from tests.chart.test_pod_security import restricted_violations
 from tests.chart.test_tls import _signed_by
-from webhook import cli
+from tests.kit.chart import ChartWorkload, granted, group_resource, selects
 from webhook.cluster import cache
 from webhook.commands import extender as extender_command
 from webhook.spot import config as spot_config
@@ -88,39 +84,13 @@ EXTENDER_TLS["secret"] = {**TLS_MODES["secret"], "extender": {"enabled": True, "
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def extender_objects(rendered: Any) -> list[dict[str, Any]]:
-    return [o for o in rendered.objects
-            if (o["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == COMPONENT]
-
-
-def named(rendered: Any, kind: str, name: str = NAME) -> dict[str, Any]:
-    (found,) = [o for o in rendered.of_kind(kind) if o["metadata"]["name"] == name]
-    return found
-
-
-def deployment(rendered: Any) -> dict[str, Any]:
-    return named(rendered, "Deployment")
-
-
-def pod_spec(rendered: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = deployment(rendered)["spec"]["template"]["spec"]
-    return spec
-
-
-def container(rendered: Any) -> dict[str, Any]:
-    (only,) = pod_spec(rendered)["containers"]
-    return only
-
-
-def parse(container: dict[str, Any]) -> argparse.Namespace:
-    """The container's command line through the real ``placement-webhook`` parser."""
-    assert container["command"] == ["placement-webhook", "extender"]
-    errors = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(errors):
-            return cli.build_parser().parse_args(["extender", *container["args"]])
-    except SystemExit:
-        pytest.fail(f"placement-webhook extender refuses the chart's args: {errors.getvalue()}")
+WORKLOAD = ChartWorkload(NAME, COMPONENT, "extender")
+extender_objects = WORKLOAD.objects
+named = WORKLOAD.named
+deployment = WORKLOAD.deployment
+pod_spec = WORKLOAD.pod_spec
+container = WORKLOAD.container
+parse = WORKLOAD.parse
 
 
 def mounted_files(rendered: Any) -> dict[str, tuple[str, str, str]]:

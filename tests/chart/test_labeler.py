@@ -2,13 +2,9 @@
 leader-elected Deployment, with its own ServiceAccount and the least RBAC it needs."""
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -16,7 +12,7 @@ import yaml
 from tests.chart.conftest import TLS_MODES
 from tests.chart.test_kubernetes_schemas import _validate_all
 from tests.chart.test_pod_security import restricted_violations
-from webhook import cli
+from tests.kit.chart import ChartWorkload, granted, group_resource, selects
 from webhook.cluster import cache, leader
 from webhook.cluster.snapshot import POD_PATH
 from webhook.labeler.controller import METRICS_PATH
@@ -63,53 +59,13 @@ LEASE_RULES = [
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def labeler_objects(rendered: Any) -> list[dict[str, Any]]:
-    return [o for o in rendered.objects
-            if (o["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == "label-nodes"]
-
-
-def named(rendered: Any, kind: str, name: str = NAME) -> dict[str, Any]:
-    (found,) = [o for o in rendered.of_kind(kind) if o["metadata"]["name"] == name]
-    return found
-
-
-def deployment(rendered: Any) -> dict[str, Any]:
-    return named(rendered, "Deployment")
-
-
-def pod_spec(rendered: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = deployment(rendered)["spec"]["template"]["spec"]
-    return spec
-
-
-def container(rendered: Any) -> dict[str, Any]:
-    (only,) = pod_spec(rendered)["containers"]
-    return only
-
-
-def parse(container: dict[str, Any]) -> argparse.Namespace:
-    """The container's command line through the real ``placement-webhook`` parser."""
-    assert container["command"] == ["placement-webhook", "label-nodes"]
-    errors = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(errors):
-            return cli.build_parser().parse_args(["label-nodes", *container["args"]])
-    except SystemExit:
-        pytest.fail(f"placement-webhook label-nodes refuses the chart's args: {errors.getvalue()}")
-
-
-def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
-    return selector.items() <= labels.items()
-
-
-def granted(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
-    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
-
-
-def group_resource(path: str) -> tuple[str, str]:
-    """``/api/v1/pods?...`` -> ("", "pods"); ``/apis/scheduling.k8s.io/v1/priorityclasses`` -> (group, resource)."""
-    parts = urlsplit(path).path.strip("/").split("/")
-    return ("", parts[2]) if parts[0] == "api" else (parts[1], parts[3])
+LABELER_WORKLOAD = ChartWorkload(NAME, "label-nodes", "label-nodes")
+labeler_objects = LABELER_WORKLOAD.objects
+named = LABELER_WORKLOAD.named
+deployment = LABELER_WORKLOAD.deployment
+pod_spec = LABELER_WORKLOAD.pod_spec
+container = LABELER_WORKLOAD.container
+parse = LABELER_WORKLOAD.parse
 
 
 @pytest.fixture(scope="module")

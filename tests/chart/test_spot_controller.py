@@ -3,10 +3,8 @@ in a leader-elected Deployment, with its own ServiceAccount, the least RBAC it n
 calls it makes, and checked against them by running it), and its SpotConfig in a ConfigMap."""
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import io
 import json
 import re
 import signal
@@ -22,12 +20,11 @@ import yaml
 from tests.chart.conftest import TLS_MODES
 from tests.chart.test_extender import FULL_CONFIG, _anchors, _walk
 from tests.chart.test_kubernetes_schemas import _validate_all
-from tests.chart.test_labeler import granted, group_resource, selects
 from tests.chart.test_pod_security import restricted_violations
 from tests.cluster.conftest import until
+from tests.kit.chart import ChartWorkload, granted, group_resource, selects
 from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import node, pod
-from webhook import cli
 from webhook.cluster import cache, leader
 from webhook.cluster.config import ClusterConfig
 from webhook.cluster.snapshot import POD_PATH
@@ -81,39 +78,13 @@ LEASE_RULES = [
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def spot_objects(rendered: Any) -> list[dict[str, Any]]:
-    return [o for o in rendered.objects
-            if (o["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == COMPONENT]
-
-
-def named(rendered: Any, kind: str, name: str = NAME) -> dict[str, Any]:
-    (found,) = [o for o in rendered.of_kind(kind) if o["metadata"]["name"] == name]
-    return found
-
-
-def deployment(rendered: Any) -> dict[str, Any]:
-    return named(rendered, "Deployment")
-
-
-def pod_spec(rendered: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = deployment(rendered)["spec"]["template"]["spec"]
-    return spec
-
-
-def container(rendered: Any) -> dict[str, Any]:
-    (only,) = pod_spec(rendered)["containers"]
-    return only
-
-
-def parse(container: dict[str, Any]) -> argparse.Namespace:
-    """The container's command line through the real ``placement-webhook`` parser."""
-    assert container["command"] == ["placement-webhook", "spot-controller"]
-    errors = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(errors):
-            return cli.build_parser().parse_args(["spot-controller", *container["args"]])
-    except SystemExit:
-        pytest.fail(f"placement-webhook spot-controller refuses the chart's args: {errors.getvalue()}")
+WORKLOAD = ChartWorkload(NAME, COMPONENT, "spot-controller")
+spot_objects = WORKLOAD.objects
+named = WORKLOAD.named
+deployment = WORKLOAD.deployment
+pod_spec = WORKLOAD.pod_spec
+container = WORKLOAD.container
+parse = WORKLOAD.parse
 
 
 def mounted_files(rendered: Any) -> dict[str, tuple[str, str]]:
