@@ -39,20 +39,19 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from tests.kit.envtest import (
     ROOT,
     SCHEDULER,
+    Component,
     ControlPlane,
     Process,
-    binary_version,
-    free_port,
-    insecure_context,
+    find_binary,
     wait_until,
 )
 from webhook import ANNOTATION_SKIP
@@ -76,11 +75,6 @@ WAIT = 120.0
 # --- kube-controller-manager ------------------------------------------------------------------------
 
 
-def find_binary(assets: Path, name: str) -> Path | None:
-    binary = assets / name
-    return binary if os.access(binary, os.X_OK) else None
-
-
 def missing_reason(assets: Path, missing: list[str]) -> str:
     return (
         f"{' and '.join(missing)} missing from KUBEBUILDER_ASSETS ({assets}): the spot controller's e2e test "
@@ -91,64 +85,15 @@ def missing_reason(assets: Path, missing: list[str]) -> str:
 
 
 @dataclass
-class ControllerManager:
-    """kube-controller-manager against a ``ControlPlane`` with the admin kubeconfig, running only
-    ``CONTROLLERS``. Like ``Scheduler``: no leader election, /healthz on a free loopback secure
-    port (a self-signed certificate in ``--cert-dir``; authentication and authorization delegated
-    through the same kubeconfig), and ``--port=0`` before 1.24 (the insecure port 10252 is on by
-    default up to 1.21; the flag is a no-op in 1.22-1.23 and gone from 1.24)."""
+class ControllerManager(Component):
+    """kube-controller-manager running only ``CONTROLLERS``, served as ``Component`` says (the
+    insecure port 10252 is on by default up to 1.21)."""
 
-    control_plane: ControlPlane
-    workdir: Path
-    port: int = field(default_factory=free_port)
-    process: Process | None = field(default=None, init=False)
+    NAME: ClassVar[str] = CONTROLLER_MANAGER
+    PKI: ClassVar[str] = "controller-manager-pki"
 
-    @property
-    def binary(self) -> Path:
-        return self.control_plane.assets / CONTROLLER_MANAGER
-
-    @property
-    def healthz(self) -> str:
-        return f"https://127.0.0.1:{self.port}/healthz"
-
-    def argv(self, kubeconfig: Path, version: tuple[int, int] | None) -> list[str]:
-        argv = [
-            str(self.binary),
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--leader-elect=false",
-            f"--controllers={','.join(CONTROLLERS)}",
-            "--use-service-account-credentials=false",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={self.port}",
-            f"--cert-dir={self.workdir / 'controller-manager-pki'}",
-            "--v=2",
-        ]
-        if version is not None and version < (1, 24):
-            argv.append("--port=0")
-        return argv
-
-    def start(self) -> None:
-        kubeconfig = self.control_plane.write_kubeconfig(self.workdir / "controller-manager.kubeconfig")
-        version = binary_version(self.binary) or self.control_plane.server_version()
-        process = Process(CONTROLLER_MANAGER, self.argv(kubeconfig, version), self.workdir / "kube-controller-manager.log")
-        self.process = process
-        process.start()
-        context = insecure_context()
-        wait_until(lambda: process.answers(self.healthz, context=context, token=self.control_plane.token),
-                   what="kube-controller-manager /healthz", timeout=60)
-
-    def stop(self) -> int | None:
-        code = self.process.stop() if self.process else None
-        self.process = None
-        return code
-
-    def running(self) -> bool:
-        return self.process is not None and self.process.running()
-
-    def tail(self, lines: int = 40) -> str:
-        return self.process.tail(lines) if self.process else ""
+    def flags(self) -> list[str]:
+        return [f"--controllers={','.join(CONTROLLERS)}", "--use-service-account-credentials=false"]
 
 
 @pytest.fixture(scope="session")

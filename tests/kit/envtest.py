@@ -26,7 +26,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -458,14 +458,17 @@ def stopped(webhook: Webhook) -> Iterator[None]:
 SCHEDULER = "kube-scheduler"
 
 
-def find_scheduler(assets: Path) -> Path | None:
-    """``kube-scheduler`` in the assets folder when it is there and executable, else None.
-
-    setup-envtest ships etcd, kube-apiserver and kubectl only; the tests that compare
-    ``explain`` with the real scheduler need the kube-scheduler binary of the same release
-    copied next to them."""
-    binary = assets / SCHEDULER
+def find_binary(assets: Path, name: str) -> Path | None:
+    """``name`` in the assets folder when it is there and executable, else None."""
+    binary = assets / name
     return binary if os.access(binary, os.X_OK) else None
+
+
+def find_scheduler(assets: Path) -> Path | None:
+    """``kube-scheduler`` in the assets folder. setup-envtest ships etcd, kube-apiserver and
+    kubectl only; the tests that compare ``explain`` with the real scheduler need the
+    kube-scheduler binary of the same release copied next to them."""
+    return find_binary(assets, SCHEDULER)
 
 
 def scheduler_skip_reason(assets: Path) -> str:
@@ -495,14 +498,18 @@ def insecure_context() -> ssl.SSLContext:
 
 
 @dataclass
-class Scheduler:
-    """kube-scheduler with its default profile, against a ``ControlPlane`` with the admin kubeconfig.
+class Component:
+    """A control-plane binary run beside a ``ControlPlane`` with the admin kubeconfig.
 
     It serves /healthz only on its secure port (a free one, loopback, a self-signed certificate
     in ``--cert-dir``), with delegated authentication and authorization through the same
-    kubeconfig, so the admin token is accepted there. Leader election is off: it schedules from
-    the start. The insecure port of v1.19-v1.22 (10251 on every interface by default) is turned
-    off with ``--port=0``, which v1.23 still accepts (as its only value) and v1.24 dropped."""
+    kubeconfig, so the admin token is accepted there. Leader election is off: it acts from the
+    start. The insecure port of v1.19-v1.22 (on every interface by default) is turned off with
+    ``--port=0``, which v1.23 still accepts (as its only value) and v1.24 dropped. Subclasses
+    name the binary (``NAME``), its certificate folder (``PKI``) and their own ``flags``."""
+
+    NAME: ClassVar[str] = ""
+    PKI: ClassVar[str] = ""
 
     control_plane: ControlPlane
     workdir: Path
@@ -511,11 +518,15 @@ class Scheduler:
 
     @property
     def binary(self) -> Path:
-        return self.control_plane.assets / SCHEDULER
+        return self.control_plane.assets / self.NAME
 
     @property
     def healthz(self) -> str:
         return f"https://127.0.0.1:{self.port}/healthz"
+
+    def flags(self) -> list[str]:
+        """What this component adds to the common serving flags."""
+        return []
 
     def argv(self, kubeconfig: Path, version: tuple[int, int] | None) -> list[str]:
         argv = [
@@ -524,10 +535,11 @@ class Scheduler:
             f"--authentication-kubeconfig={kubeconfig}",
             f"--authorization-kubeconfig={kubeconfig}",
             "--leader-elect=false",
+            *self.flags(),
             "--bind-address=127.0.0.1",
             f"--secure-port={self.port}",
-            f"--cert-dir={self.workdir / 'scheduler-pki'}",
-            # Level 2 logs each pod's scheduling attempt: the log says why, when a test fails.
+            f"--cert-dir={self.workdir / self.PKI}",
+            # Level 2 logs each decision (a pod's scheduling attempt): the log says why, when a test fails.
             "--v=2",
         ]
         if version is not None and version < (1, 24):
@@ -535,15 +547,15 @@ class Scheduler:
         return argv
 
     def start(self) -> None:
-        kubeconfig = self.control_plane.write_kubeconfig(self.workdir / "scheduler.kubeconfig")
+        kubeconfig = self.control_plane.write_kubeconfig(self.workdir / f"{self.PKI.removesuffix('-pki')}.kubeconfig")
         version = binary_version(self.binary) or self.control_plane.server_version()
-        process = Process(SCHEDULER, self.argv(kubeconfig, version), self.workdir / "kube-scheduler.log")
+        process = Process(self.NAME, self.argv(kubeconfig, version), self.workdir / f"{self.NAME}.log")
         self.process = process
         process.start()
         context = insecure_context()
         wait_until(
             lambda: process.answers(self.healthz, context=context, token=self.control_plane.token),
-            what="kube-scheduler /healthz",
+            what=f"{self.NAME} /healthz",
             timeout=60,
         )
 
@@ -557,3 +569,11 @@ class Scheduler:
 
     def tail(self, lines: int = 40) -> str:
         return self.process.tail(lines) if self.process else ""
+
+
+@dataclass
+class Scheduler(Component):
+    """kube-scheduler with its default profile."""
+
+    NAME: ClassVar[str] = SCHEDULER
+    PKI: ClassVar[str] = "scheduler-pki"
