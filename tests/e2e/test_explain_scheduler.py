@@ -54,6 +54,9 @@ from tests.kit.envtest import (
     scheduler_skip_reason,
     wait_until,
 )
+from tests.kit.envtest import quietly as _quietly
+from tests.kit.envtest import raw_json as _json
+from tests.kit.envtest import unschedulable as _unschedulable
 from webhook import ANNOTATION_SKIP
 
 SCENARIO_LABEL = "e2e.novasphere.dev/scenario"
@@ -378,12 +381,6 @@ def explain_in_process(step: Step, names: Names, objects: list[dict[str, Any]]) 
 # --- the scenario in a real cluster ----------------------------------------------------------------
 
 
-def _json(response: Any) -> Any:
-    """The body of a ``_preload_content=False`` call, as the API server sent it."""
-    try:
-        return json.loads(response.data)
-    finally:
-        response.release_conn()
 
 
 def _items(listed: Mapping[str, Any], api_version: str, kind: str) -> list[dict[str, Any]]:
@@ -402,23 +399,8 @@ def _node_of(pod: Mapping[str, Any]) -> str | None:
     return (pod.get("spec") or {}).get("nodeName") or None
 
 
-def _unschedulable(pod: Mapping[str, Any]) -> str | None:
-    """The message of a ``PodScheduled=False`` condition with reason Unschedulable, else None."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" \
-                and condition.get("reason") == "Unschedulable":
-            return str(condition.get("message") or "")
-    return None
 
 
-def _quietly(delete: Callable[[], Any]) -> None:
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        delete()
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
 
 
 class Live:

@@ -48,7 +48,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,9 @@ from tests.kit.envtest import (
     free_port,
     wait_until,
 )
+from tests.kit.envtest import quietly as _quietly
+from tests.kit.envtest import raw_json as _json
+from tests.kit.envtest import unschedulable as _unschedulable
 from webhook import ANNOTATION_SKIP
 
 SCHEDULER_NAME = "spot-aware"
@@ -233,31 +236,10 @@ def spot(scheduler_binary: Path, control_plane: ControlPlane, cluster: Any,
 # --- a scenario in the cluster -------------------------------------------------------------------------
 
 
-def _json(response: Any) -> Any:
-    """The body of a ``_preload_content=False`` call, as the API server sent it."""
-    try:
-        return json.loads(response.data)
-    finally:
-        response.release_conn()
 
 
-def _quietly(delete: Callable[[], Any]) -> None:
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        delete()
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
 
 
-def _unschedulable(pod: Mapping[str, Any]) -> str | None:
-    """The message of a ``PodScheduled=False`` condition with reason Unschedulable, else None."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" \
-                and condition.get("reason") == "Unschedulable":
-            return str(condition.get("message") or "")
-    return None
 
 
 def ready_status() -> dict[str, Any]:

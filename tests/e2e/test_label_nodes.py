@@ -8,7 +8,6 @@ labeler labels every node it sees, and these tests look only at their own.
 """
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import uuid
@@ -19,16 +18,13 @@ from typing import Any
 import pytest
 
 from tests.kit.envtest import ROOT, ControlPlane
+from tests.kit.envtest import raw_json as _json
 from webhook import ANNOTATION_SKIP
 from webhook.labeler.values import PREFIX
 
 MERGE_PATCH = "application/merge-patch+json"
 
 
-def _json(response: Any) -> dict[str, Any]:
-    """The raw API answer (``_preload_content=False``): the JSON the API server wrote."""
-    data: dict[str, Any] = json.loads(response.data)
-    return data
 
 
 def label_nodes(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -31,7 +31,6 @@ anything starts, saying which is missing. The offline tests at the end run every
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -54,6 +53,7 @@ from tests.kit.envtest import (
     find_binary,
     wait_until,
 )
+from tests.kit.envtest import raw_json as _json
 from webhook import ANNOTATION_SKIP
 from webhook.spot.controller import CORDONED_BY, DRAIN_STARTED
 
@@ -122,12 +122,6 @@ def controller_manager(spot_binaries: Path, control_plane: ControlPlane,
 # --- the scenario -----------------------------------------------------------------------------------
 
 
-def _json(response: Any) -> Any:
-    """The body of a ``_preload_content=False`` call, as the API server sent it."""
-    try:
-        return json.loads(response.data)
-    finally:
-        response.release_conn()
 
 
 def _now() -> str:

@@ -577,3 +577,35 @@ class Scheduler(Component):
 
     NAME: ClassVar[str] = SCHEDULER
     PKI: ClassVar[str] = "scheduler-pki"
+
+
+# --- reading the API server's answers in the e2e tests ------------------------------------------
+
+
+def raw_json(response: Any) -> Any:
+    """The body of a kubernetes-client call made with ``_preload_content=False``: the JSON the
+    API server wrote (not the client's models)."""
+    try:
+        return json.loads(response.data)
+    finally:
+        response.release_conn()
+
+
+def quietly(delete: Callable[[], Any]) -> None:
+    """Run a delete; an object already gone (404) is what was wanted."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        delete()
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def unschedulable(pod: Mapping[str, Any]) -> str | None:
+    """The message of a ``PodScheduled=False`` condition with reason Unschedulable, else None."""
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" \
+                and condition.get("reason") == "Unschedulable":
+            return str(condition.get("message") or "")
+    return None
