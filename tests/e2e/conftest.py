@@ -17,8 +17,11 @@ from tests.kit.envtest import (
     SKIP_REASON,
     VM_CRD,
     ControlPlane,
+    Scheduler,
     Webhook,
     find_assets,
+    find_scheduler,
+    scheduler_skip_reason,
     wait_until,
     warnings_from_headers,
     webhook_configuration,
@@ -168,8 +171,6 @@ def wait_mutating() -> Callable[[Cluster, str], None]:
 
 
 # --- the real kube-scheduler (test_explain_scheduler) --------------------------------------------
-
-from tests.kit.envtest import Scheduler, find_scheduler, scheduler_skip_reason  # noqa: E402
 
 
 @pytest.fixture(scope="session")
