@@ -125,37 +125,18 @@ def _cluster_state(args: argparse.Namespace) -> ClusterState | int:
     a usage error (neither or both given, a broken file, an unreachable cluster)."""
     from webhook.cluster.cache import MATCH_LABEL_KEYS_SINCE
     from webhook.explain.state import ClusterState
-    from webhook.files import documents
 
     if bool(args.cluster_state) == bool(args.kubeconfig):
         return inputs.usage("give the cluster as --cluster-state FILE... or --kubeconfig FILE (one of them)")
     if args.kubeconfig:
-        return _live_state(args.kubeconfig, args.context)
-    found: list[Any] = []
-    for path in args.cluster_state:
-        try:
-            found.extend(doc.data for doc in documents.load_file(path, locate=False))
-        except documents.YamlError as exc:
-            return inputs.usage(str(exc))
+        read = inputs.read_live(args.kubeconfig, args.context, scheduling=True)
+        return read if isinstance(read, int) else ClusterState.from_objects(
+            read.objects, match_label_keys=read.match_label_keys)
+    found = inputs.read_state_files(args.cluster_state)
+    if isinstance(found, int):
+        return found
     known = None if args.kubernetes_version is None else args.kubernetes_version >= MATCH_LABEL_KEYS_SINCE
     return ClusterState.from_objects(found, match_label_keys=known)
-
-
-def _live_state(kubeconfig: str, context: str | None) -> ClusterState | int:
-    import asyncio
-
-    from webhook.cluster import config, snapshot
-    from webhook.explain.state import ClusterState
-
-    try:
-        where = config.load(kubeconfig, context)
-    except config.ConfigError as exc:
-        return inputs.usage(str(exc))
-    read = asyncio.run(snapshot.read_once(where, timeout=inputs.LIVE_VIEW_TIMEOUT))
-    if isinstance(read, str):
-        print(f"error: {read}", file=sys.stderr)
-        return Exit.FINDINGS
-    return ClusterState.from_objects(read.objects, match_label_keys=read.match_label_keys)
 
 
 def _admitted(where: str, request: review.Request, policies: PolicySet | None, state: ClusterState,
