@@ -103,7 +103,13 @@ def test_with_leader_election_one_replica_writes_and_another_takes_over_when_it_
         _wait(lambda: bool(_holder(api)), "a leader")
         _wait(lambda: P + "cpu-usage" in api.get_object("Node", "cpu-1")["metadata"]["labels"], "the first labels")
         first = _holder(api)
-        logs = [(tmp_path / f"replica-{i}.log").read_text() for i in range(2)]
+
+        def logs_now() -> list[str]:
+            return [(tmp_path / f"replica-{i}.log").read_text() for i in range(2)]
+
+        # The write lands before its log line does: wait for the line, then count the writers.
+        _wait(lambda: any("labelled node" in text for text in logs_now()), "the leader's log of its write")
+        logs = logs_now()
         writers = [i for i, text in enumerate(logs) if "labelled node" in text]
         assert len(writers) == 1, "only the leader writes"
         leader = writers[0]
