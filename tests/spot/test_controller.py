@@ -106,6 +106,17 @@ def replace_evicted(server: FakeApiServer, names: list[str]) -> Callable[[], Non
     return step
 
 
+async def evicted_with_replacements(server: FakeApiServer, names: tuple[str, ...] = ("web-1", "web-2", "web-3")) -> None:
+    """Play the ReplicaSet controller until every one of ``names`` has been evicted (10 s at most)."""
+    replace = replace_evicted(server, list(names))
+    for _ in range(200):
+        replace()
+        if all(server.get_object("Pod", n, "shop") is None for n in names):
+            break
+        await asyncio.sleep(0.05)
+    assert all(server.get_object("Pod", n, "shop") is None for n in names)
+
+
 def events(server: FakeApiServer, reason: str) -> list[dict[str, Any]]:
     return [e for ns in ("default", "shop", "kube-system") for e in server.list_objects("Event", ns)
             if e.get("reason") == reason]
@@ -119,13 +130,7 @@ async def test_a_reclaim_taint_cordons_the_node_and_evicts_its_pods_within_the_b
     annotations = get(server, "Node", "spot-1")["metadata"]["annotations"]
     assert annotations[CORDONED_BY] == "spot-controller" and DRAIN_STARTED in annotations
     # The budget (minAvailable 2 of 3) allows one eviction at a time; each replacement lets the next go.
-    replace = replace_evicted(server, ["web-1", "web-2", "web-3"])
-    for _ in range(200):
-        replace()
-        if all(server.get_object("Pod", n, "shop") is None for n in ("web-1", "web-2", "web-3")):
-            break
-        await asyncio.sleep(0.05)
-    assert all(server.get_object("Pod", n, "shop") is None for n in ("web-1", "web-2", "web-3"))
+    await evicted_with_replacements(server)
     assert server.get_object("Pod", "agent-x", "kube-system") is not None, "DaemonSet pods are left alone"
     evictions = [r for r in server.requests if r.method == "POST" and r.path.endswith("/eviction")]
     assert {r.path.split("/")[-2] for r in evictions} == {"web-1", "web-2", "web-3"}
@@ -234,26 +239,14 @@ async def test_the_api_server_going_away_mid_drain_is_survived(server: FakeApiSe
     server.go_away("unavailable")
     await asyncio.sleep(0.5)
     server.come_back()
-    replace = replace_evicted(server, ["web-1", "web-2", "web-3"])
-    for _ in range(200):
-        replace()
-        if all(server.get_object("Pod", n, "shop") is None for n in ("web-1", "web-2", "web-3")):
-            break
-        await asyncio.sleep(0.05)
-    assert all(server.get_object("Pod", n, "shop") is None for n in ("web-1", "web-2", "web-3"))
+    await evicted_with_replacements(server)
 
 
 async def test_two_controllers_at_once_evict_each_pod_and_never_delete_one(server: FakeApiServer,
                                                                              running: Callable[..., Any]) -> None:
     first, second = await running(), await running()
     taint(server, "spot-1", [SPOT_ITN])
-    replace = replace_evicted(server, ["web-1", "web-2", "web-3"])
-    for _ in range(200):
-        replace()
-        if all(server.get_object("Pod", n, "shop") is None for n in ("web-1", "web-2", "web-3")):
-            break
-        await asyncio.sleep(0.05)
-    assert all(server.get_object("Pod", n, "shop") is None for n in ("web-1", "web-2", "web-3"))
+    await evicted_with_replacements(server)
     assert not [r for r in server.requests if r.method == "DELETE" and "/pods/" in r.path]
     evicted = first.controller.metrics.evictions.labels("evicted")._value.get() + \
         second.controller.metrics.evictions.labels("evicted")._value.get()
