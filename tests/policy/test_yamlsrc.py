@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.kit.yaml_bombs import billion_laughs
 from webhook.files import documents
@@ -125,12 +126,38 @@ def test_many_merge_keys_of_one_anchor_still_load() -> None:
     assert doc.lines[("item499", "name")] == 1 + 3 * 499 + 3
 
 
-def test_ten_thousand_levels_load_and_one_more_is_refused_with_its_line() -> None:
-    [doc] = documents.load_text("a:\n  " + "[" * 9_999 + "]" * 9_999 + "\n")
+def test_the_depth_limit_is_ten_thousand_or_the_parsers_own_when_lower() -> None:
+    limit = documents.max_depth()
+    assert 1 < limit <= documents.MAX_DEPTH == 10_000
+    # The limit is exactly what the installed parser reads: one more level is what it refuses.
+    list(yaml.parse("[" * limit + "]" * limit, Loader=documents._Loader))
+    if limit < documents.MAX_DEPTH:
+        with pytest.raises(yaml.YAMLError, match="maximum nesting depth"):
+            list(yaml.parse("[" * (limit + 1) + "]" * (limit + 1), Loader=documents._Loader))
+
+
+def test_the_limit_loads_and_one_more_level_is_refused_with_its_line() -> None:
+    limit = documents.max_depth()
+    inner = limit - 1  # the mapping holding the sequence is a level too
+    [doc] = documents.load_text("a:\n  " + "[" * inner + "]" * inner + "\n")
     assert doc.data["a"] is not None
     with pytest.raises(documents.YamlError) as info:
-        documents.load_text("a:\n  " + "[" * 10_000 + "]" * 10_000 + "\n", file="deep.yaml")
-    assert str(info.value) == "deep.yaml:2: document nests deeper than 10000 levels"
+        documents.load_text("a:\n  " + "[" * limit + "]" * limit + "\n", file="deep.yaml")
+    assert str(info.value) == f"deep.yaml:2: document nests deeper than {limit} levels"
+
+
+def test_deep_block_nesting_is_refused_with_the_same_message_and_its_line() -> None:
+    limit = documents.max_depth()
+    text = "".join("  " * i + "k:\n" for i in range(limit + 5)) + "  " * (limit + 5) + "v\n"
+    with pytest.raises(documents.YamlError, match=rf"^block.yaml:\d+: document nests deeper than {limit} levels$"):
+        documents.load_text(text, file="block.yaml")
+
+
+def test_a_syntax_error_in_a_deep_document_is_still_a_syntax_error() -> None:
+    depth = documents.max_depth() // 2 + 10
+    text = "[" * depth + "a: }" + "]" * depth + "\n" + "[" * depth + "]" * depth
+    with pytest.raises(documents.YamlError, match="invalid YAML"):
+        documents.load_text(text, file="bad.yaml")
 
 
 def test_a_million_levels_are_refused_before_libyaml_recurses_into_a_crash() -> None:
@@ -143,13 +170,15 @@ def test_a_million_levels_are_refused_before_libyaml_recurses_into_a_crash() -> 
         "    print(exc)\n"
     )
     run = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert (run.returncode, run.stdout) == (0, "<stdin>:1: document nests deeper than 10000 levels\n"), run.stderr
+    limit = documents.max_depth()
+    assert (run.returncode, run.stdout) == (0, f"<stdin>:1: document nests deeper than {limit} levels\n"), run.stderr
 
 
 def test_a_json_file_too_deep_for_yaml_is_refused_and_not_retried_as_json(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
-    path.write_text("[" * 10_001 + "]" * 10_001, encoding="utf-8")
-    with pytest.raises(documents.YamlError, match="deep.json:1: document nests deeper than 10000 levels"):
+    depth = documents.max_depth() + 1
+    path.write_text("[" * depth + "]" * depth, encoding="utf-8")
+    with pytest.raises(documents.YamlError, match=f"deep.json:1: document nests deeper than {depth - 1} levels"):
         documents.load_file(path)
 
 

@@ -7,11 +7,14 @@ plain data from the nodes ourselves, recording the 1-based line of each path on 
 
 Files come from users and, through the server's reload, from ConfigMaps, so a document
 is bounded as the Kubernetes API server's YAML decoder bounds it: alias expansion by
-go-yaml's budget ("billion laughs", CVE-2019-11253) and nesting at 10,000 levels.
+go-yaml's budget ("billion laughs", CVE-2019-11253) and nesting at 10,000 levels, or at the
+installed YAML parser's own limit where that is lower (libyaml 0.2.5 and later refuse more than
+1,000 levels, and PyYAML 6.0.4's wheels bundle such a libyaml).
 """
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +23,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Document", "YamlError", "load_file", "load_text"]
+__all__ = ["Document", "YamlError", "load_file", "load_text", "max_depth"]
 
 Key = str | int
 PathT = tuple[Key, ...]
@@ -42,6 +45,8 @@ _LINES_DEPTH = 256
 # Each level of nesting needs one of these indicators (a flow collection's bracket, a block
 # sequence's dash, a mapping's colon or question mark); a text with fewer cannot be too deep.
 _NESTING_INDICATORS = "[{-:?"
+# How libyaml (0.2.5 and later) words its own nesting limit.
+_PARSER_LIMIT_PROBLEM = "exceeded maximum nesting depth"
 
 
 class YamlError(ValueError):
@@ -259,18 +264,57 @@ def load_text(text: str, *, file: str = "<stdin>", strict: bool = False) -> list
     return docs
 
 
+@functools.cache
+def max_depth() -> int:
+    """The deepest nesting a document may have here: MAX_DEPTH, or less where the installed
+    parser stops earlier. libyaml 0.2.5 added a nesting limit (1,000 levels by default) that it
+    reports as a plain scanner error; found once, by parsing nested flow sequences, so that a
+    document over it is refused with the same message and line as one over MAX_DEPTH."""
+    if _Loader is yaml.SafeLoader:
+        return MAX_DEPTH  # the pure-Python parser has no limit of its own (its composer recurses)
+
+    def parses(depth: int) -> bool:
+        try:
+            for _ in yaml.parse("[" * depth + "]" * depth, Loader=_Loader):
+                pass
+        except yaml.YAMLError:
+            return False
+        return True
+
+    if parses(MAX_DEPTH):
+        return MAX_DEPTH
+    low, high = 1, MAX_DEPTH  # parses(low), not parses(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if parses(middle) else (low, middle)
+    return low
+
+
 def _check_depth(text: str, file: str) -> None:
-    """Refuse nesting deeper than MAX_DEPTH before anything is composed: libyaml's composer
+    """Refuse nesting deeper than max_depth() before anything is composed: libyaml's composer
     recurses in C, and a deep enough document (a few bytes a level) overflows the stack."""
-    if sum(map(text.count, _NESTING_INDICATORS)) <= MAX_DEPTH:
+    limit = max_depth()
+    if sum(map(text.count, _NESTING_INDICATORS)) <= limit:
         return  # the common case, decided without parsing twice
     depth = 0
-    for event in yaml.parse(text, Loader=_Loader):
+    events = yaml.parse(text, Loader=_Loader)
+    while True:
+        try:
+            event = next(events)
+        except StopIteration:
+            return
+        except yaml.MarkedYAMLError as exc:
+            # libyaml's scanner reads ahead of the events, so its limit is recognised by its
+            # own words (scanner.c, yaml_maximum_level_reached), not by our count of depth.
+            if _PARSER_LIMIT_PROBLEM not in str(exc.problem):
+                raise  # an ordinary syntax error, reported as such by the caller
+            mark = exc.problem_mark or exc.context_mark
+            raise _OverLimit(file, int(mark.line) + 1 if mark else 1, f"document nests deeper than {limit} levels") from None
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
-            if depth > MAX_DEPTH:
+            if depth > limit:
                 line = int(event.start_mark.line) + 1 if event.start_mark else 1
-                raise _OverLimit(file, line, f"document nests deeper than {MAX_DEPTH} levels")
+                raise _OverLimit(file, line, f"document nests deeper than {limit} levels")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 
