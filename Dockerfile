@@ -8,12 +8,16 @@ FROM ${PYTHON_IMAGE} AS builder
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 WORKDIR /src
+# Wheels of exactly the locked dependencies, checked against the lock's hashes (hack/lock.sh
+# refreshes it), so the image runs what CI tested; the locked build backend goes into this stage.
+COPY requirements/runtime.txt requirements/runtime.txt
+RUN pip wheel --require-hashes --no-deps --wheel-dir /wheels -r requirements/runtime.txt \
+ && pip install --no-index --find-links=/wheels setuptools wheel
 COPY pyproject.toml setup.cfg setup.py README.md ./
 COPY webhook/ webhook/
-# The project's own wheel, pure Python (tests/chart/test_image.py runs this very command).
-RUN pip wheel --no-deps --wheel-dir /wheels .
-# Wheels of its dependencies next to it, so the final stage installs with no index and no compiler.
-RUN pip wheel --wheel-dir /wheels --find-links /wheels placement-webhook
+# The project's own wheel, pure Python, built with that backend (tests/chart/test_image.py runs
+# this very command).
+RUN pip wheel --no-deps --no-build-isolation --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="placement-webhook" \

@@ -90,13 +90,23 @@ def test_it_is_multi_stage_with_a_builder_and_a_slim_python_311_final_stage(inst
     assert base == "python:3.11-slim" and froms[1] == "${PYTHON_IMAGE}"
 
 
-BUILD_COMMAND = "pip wheel --no-deps --wheel-dir /wheels ."
+BUILD_COMMAND = "pip wheel --no-deps --no-build-isolation --wheel-dir /wheels ."
+LOCK_COMMAND = "pip wheel --require-hashes --no-deps --wheel-dir /wheels -r requirements/runtime.txt"
 
 
 def test_the_builder_makes_the_pure_project_wheel_with_pip_wheel(instructions: list[Instruction]) -> None:
     runs = [i.args for i in instructions if i.stage == 0 and i.command == "RUN"]
     assert BUILD_COMMAND in runs
+    assert runs.index(BUILD_COMMAND) > 0, "the build backend is installed from the lock before the wheel is built"
     assert not any("gcc" in run for run in runs), "the package is pure Python: the builder needs no compiler"
+
+
+def test_the_builder_takes_every_dependency_from_the_hash_checked_lock(instructions: list[Instruction]) -> None:
+    (locked,) = [i.args for i in instructions if i.stage == 0 and i.command == "RUN" and "requirements/" in i.args]
+    assert " ".join(locked.split()).startswith(LOCK_COMMAND + " && ")
+    # The backend that builds the project's wheel is the locked one, from those wheels, offline.
+    assert "pip install --no-index --find-links=/wheels setuptools wheel" in locked
+    assert not [i for i in instructions if i.command == "RUN" and "pip install" in i.args and "--no-index" not in i.args]
 
 
 def test_the_final_stage_installs_only_wheels_from_the_builder_and_copies_no_source(instructions: list[Instruction]) -> None:
@@ -163,6 +173,7 @@ def _builder_context(instructions: list[Instruction], dest: Path) -> None:
         if src.is_dir():
             shutil.copytree(src, dest / source, ignore=ignore)
         else:
+            (dest / source).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / source)
 
 
@@ -171,8 +182,9 @@ def wheel(instructions: list[Instruction], tmp_path_factory: pytest.TempPathFact
     context = tmp_path_factory.mktemp("context")
     wheels = tmp_path_factory.mktemp("wheels")
     _builder_context(instructions, context)
-    # As the builder runs it: a pip with build isolation, in a context holding only what the
-    # Dockerfile copies (setuptools and wheel come from the package index, as in the image).
+    # As the builder runs it: no build isolation, in a context holding only what the Dockerfile
+    # copies; setuptools and wheel are the locked ones, which CI installs into this environment
+    # from the same lock the image's builder takes them from.
     command = [sys.executable, "-m", *shlex.split(BUILD_COMMAND)[:-2], str(wheels), "."]
     done = _run(command, cwd=context, env=_isolated_env())
     assert done.returncode == 0, done.stdout + done.stderr
