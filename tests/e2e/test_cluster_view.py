@@ -156,14 +156,25 @@ class View:
         "roughly every minute", and 2 s before the watch's deadline), so a quiet resource
         would go stale mid-test. Touching an annotation sends a MODIFIED event on each watch."""
         before = {r: self._events(r) for r in RESOURCES}
-        stamp = {"metadata": {"annotations": {HEARTBEAT: str(time.time_ns())}}}
-        merge = {"_content_type": "application/merge-patch+json"}
-        self.cluster.core.patch_namespace(self.beacon, stamp, **merge)
-        self.cluster.core.patch_node(self.beacon, stamp, **merge)
-        self.cluster.scheduling.patch_priority_class(self.beacon, stamp, **merge)
-        for resource in RESOURCES:
-            wait_until(functools.partial(self._heard, resource, before[resource]),
-                       what=f"the cluster view to receive the {resource} heartbeat", timeout=timeout)
+        patch = {"namespaces": self.cluster.core.patch_namespace, "nodes": self.cluster.core.patch_node,
+                 "priorityclasses": self.cluster.scheduling.patch_priority_class}
+
+        def stamp(resources: list[str]) -> None:
+            body = {"metadata": {"annotations": {HEARTBEAT: str(time.time_ns())}}}
+            for resource in resources:
+                patch[resource](self.beacon, body, _content_type="application/merge-patch+json")
+
+        def heard_all() -> bool:
+            unheard = [r for r in RESOURCES if not self._heard(r, before[r])]
+            # A stamp can go unheard for good: after a watch gets 410 Gone the informer relists,
+            # and a relist replaces the store without counting an event (as client-go's Replace
+            # does), so a stamp that landed inside the relist is never an event. Stamp again: the
+            # next one reaches the new watch.
+            stamp(unheard)
+            return not unheard
+
+        stamp(list(RESOURCES))
+        wait_until(heard_all, what="the cluster view to receive a heartbeat on every watch", timeout=timeout, interval=2.0)
         self._fresh_at = time.monotonic()
 
     def keep_fresh(self) -> None:
