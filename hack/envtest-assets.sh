@@ -39,7 +39,7 @@ fi
 
 # 3. Build v1.20.2 from Debian's source package.
 VERSION=v1.20.2
-cache=${PLACEMENT_ENVTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/placement-webhook/envtest}
+cache=${PLACEMENT_ENVTEST_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/placement-webhook/envtest}
 out=$cache/$VERSION/bin
 if full_plane "$out"; then
   say "using the cached $VERSION control plane in $out"
