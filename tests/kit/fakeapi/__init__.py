@@ -18,6 +18,7 @@ the disruption controller), ``graceful_pod_deletion`` (scheduled pods terminate 
 once), ``bookmark_interval``, ``watch_timeout``, ``history`` (events kept per resource),
 ``page_size`` (force paging), ``seed`` (default namespaces and system priority classes),
 ``record_requests``, ``pdb_deletion_timeout``.
+Set ``server.latency`` (seconds) to answer every request that much later: a network's round trip.
 
 Known differences from a real kube-apiserver:
   * JSON (and YAML request bodies) only: no protobuf/CBOR, no Table output, no HTTP/2, no

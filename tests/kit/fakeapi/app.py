@@ -9,6 +9,7 @@ handler.go). Wrong or missing bearer tokens are 401 Status "Unauthorized".
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import traceback
@@ -96,8 +97,11 @@ class ApiApp:
     streams: watch.Streams = field(default_factory=watch.Streams)
     metrics: MetricsData = field(default_factory=MetricsData)
     record: bool = True
+    latency: float = 0.0  # seconds added to every request: the network's round trip (benchmarks)
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
         try:
             data = await request.read()
         except Exception:  # noqa: BLE001 - a broken upload is the client's problem

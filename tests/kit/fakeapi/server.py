@@ -222,6 +222,16 @@ class FakeApiServer(Controls):
         """Force paging: lists return at most this many items (real servers only page on ``limit``)."""
         self.app.page_cap = value
 
+    @property
+    def latency(self) -> float:
+        return self.app.latency
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        """Answer every request ``seconds`` late, as a real API server's network round trip would
+        (a watch pays it once, when it opens)."""
+        self.app.latency = seconds
+
     # -- kubeconfig --
     def write_kubeconfig(self, path: str | Path, *, tls: bool | None = None, token: str | None = _UNSET,
                          namespace: str = "default") -> Path:
