@@ -217,3 +217,24 @@ async def test_the_running_app_polls_the_folder_on_its_own(
     staged.replace(policy_dir / "zone.yaml")
     await _until(lambda: state.policy_set().names == ("ssd", "zone"))
     assert sample(state.metrics.registry, RELOADS, {"result": "success"}) == 2
+
+
+async def test_a_first_policy_load_that_fails_never_claims_a_previous_set_keeps_serving(
+    pki: Pki, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = _state(pki, tmp_path / "absent")
+    with caplog.at_level("ERROR", logger=app.__name__):
+        await state.reload_policies()
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["policy set not loaded, no set is serving"]
+    assert not state.policies.ready
+
+
+def test_a_first_certificate_load_that_fails_never_claims_a_previous_one_is_kept(
+    tmp_path: Path, policy_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    nothing = tmp_path / "no-certificate"
+    state = app.State(app.ServerConfig(policies=(policy_dir,), tls_cert=nothing / "tls.crt", tls_key=nothing / "tls.key"))
+    with caplog.at_level("ERROR", logger=app.__name__):
+        state.reload_certificate()
+    assert [r.getMessage() for r in caplog.records] == ["serving certificate not loaded, none is serving"]

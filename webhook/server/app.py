@@ -102,8 +102,10 @@ class State:
         if result and info is not None:
             self.metrics.certificate_expiry.set(info.expiry_timestamp)
             log.info("serving certificate loaded", extra={"fields": {"serial": f"{info.serial:x}", "subject": info.subject, "notAfter": info.not_after.isoformat()}})
-        else:
+        elif info is not None:
             log.error("serving certificate not loaded, keeping the previous one", extra={"fields": {"error": self.certs.last_error}})
+        else:  # nothing loaded yet: there is no previous one to keep, and the server is not ready
+            log.error("serving certificate not loaded, none is serving", extra={"fields": {"error": self.certs.last_error}})
 
     async def reload_policies(self) -> None:
         """Poll the policy files once (in a thread: a large set takes a while to validate)."""
@@ -115,8 +117,10 @@ class State:
         if result and current is not None:
             self.metrics.policies_loaded.set(len(current))
             log.info("policy set loaded", extra={"fields": {"policies": len(current), "digest": current.digest()}})
-        else:
+        elif current is not None:
             log.error("policy change rejected, the previous set keeps serving", extra={"fields": {"errors": self.policies.errors[:50]}})
+        else:  # nothing loaded yet: there is no previous set, and the server is not ready
+            log.error("policy set not loaded, no set is serving", extra={"fields": {"errors": self.policies.errors[:50]}})
 
 
 STATE = web.AppKey("state", State)
