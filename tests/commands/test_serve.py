@@ -193,3 +193,43 @@ def test_without_a_kubeconfig_or_a_pod_auto_means_no_cluster_view(monkeypatch: p
     values = {"cluster_view": "auto", "kubeconfig": None, "context": None}
     assert serve.cluster_config(values) is None
     assert serve.cluster_config({**values, "cluster_view": "off", "kubeconfig": "/any"}) is None
+
+
+# --- where --dev finds its files ------------------------------------------------------------
+
+
+def test_dev_in_the_repository_root_uses_its_policies_and_certs_folder() -> None:
+    files = serve.dev_setup(ROOT, {"HOME": "/home/me"})
+    assert files == serve.DevSetup(certs=Path("certs"), policies=Path("policies"),
+                                   example=Path("examples/review-deployment-v1.json"), in_repository=True)
+
+
+def test_dev_elsewhere_uses_the_checkouts_policies_and_the_user_state_folder(tmp_path: Path) -> None:
+    files = serve.dev_setup(tmp_path, {"HOME": "/home/me", "XDG_STATE_HOME": "/state"}, package_root=ROOT)
+    assert files.policies == ROOT / "policies" and files.example == ROOT / "examples" / "review-deployment-v1.json"
+    assert files.certs == Path("/state/placement-webhook/dev-certs") and not files.in_repository
+
+
+@pytest.mark.parametrize("state", ["", "relative/state"])
+def test_without_an_absolute_xdg_state_home_the_certificates_go_under_local_state(state: str) -> None:
+    assert serve.dev_state_dir({"HOME": "/home/me", "XDG_STATE_HOME": state}) == Path("/home/me/.local/state/placement-webhook")
+
+
+def test_dev_without_a_checkout_says_plainly_that_the_policies_are_missing(tmp_path: Path) -> None:
+    files = serve.dev_setup(tmp_path, {"HOME": str(tmp_path)}, package_root=tmp_path / "site-packages")
+    assert files.policies is None and files.example is None
+    with pytest.raises(serve.ConfigError, match=r"no policies/ folder here.*not in the wheel.*--policies PATH"):
+        serve.resolve(_args("--dev"), {}, dev_files=files)
+    # Policies named by the user are enough: the certificates still go to the state folder.
+    values = serve.resolve(_args("--dev", "--policies", "mine"), {}, dev_files=files)
+    assert values["policies"] == [Path("mine")] and values["tls_cert"] == files.certs / "tls.crt"
+
+
+def test_dev_prints_a_curl_only_for_a_sample_that_exists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "ca.crt").write_text("a CA")
+    state = argparse.Namespace(config=argparse.Namespace(tls_cert=tmp_path / "tls.crt", port=9443, metrics_port=9080))
+    serve._print_dev_example(state, serve.DevSetup(certs=tmp_path, policies=None, example=None, in_repository=False))
+    out = capsys.readouterr().out
+    assert "curl --cacert" not in out and "--data-binary" not in out
+    assert "No sample AdmissionReview here (examples/review-deployment-v1.json is in the repository" in out
+    assert "POST your own to https://localhost:9443/mutate" in out

@@ -5,6 +5,7 @@ import asyncio
 import json
 import os
 import shutil
+import shlex
 import signal
 import socket
 import ssl
@@ -229,3 +230,31 @@ def test_the_printed_curl_example_works_from_the_repository_root(tmp_path: Path)
         assert json.loads(result.stdout)["response"]["allowed"] is True
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0
+
+
+def test_dev_outside_the_repository_serves_its_policies_and_keeps_certificates_in_the_user_state_folder(
+    tmp_path: Path,
+) -> None:
+    elsewhere, state = tmp_path / "elsewhere", tmp_path / "state"
+    elsewhere.mkdir()
+    ports = Ports()
+    env = {"HOME": str(tmp_path / "home"), "XDG_STATE_HOME": str(state)}
+    with _serving(["--dev", "--port", str(ports.tls), "--metrics-port", str(ports.metrics)], cwd=elsewhere, env=env) as proc:
+        _wait_for(lambda: ports.readyz()[0] == 200, "readiness")
+        assert proc.stdout is not None
+        printed = "".join(proc.stdout.readline() for _ in range(3))
+        curl = shlex.split(printed.split("Try:", 1)[1].split("Metrics:", 1)[0].replace("\\\n", " "))
+        ca, data = Path(curl[curl.index("--cacert") + 1]), Path(curl[curl.index("--data-binary") + 1].removeprefix("@"))
+        assert ca == state / "placement-webhook" / "dev-certs" / "ca.crt" and ca.is_file()
+        assert data == ROOT / "examples" / "review-deployment-v1.json"
+
+        request = urllib.request.Request(curl[-1], data=data.read_bytes(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, context=ssl.create_default_context(cafile=str(ca)), timeout=10) as resp:
+            assert json.loads(resp.read())["response"]["allowed"] is True
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0
+    assert list(elsewhere.iterdir()) == []  # no certs/ left in the folder it was started in
+    assert f"made a development CA and serving certificate in {ca.parent}/" in err
+    assert f"loading the repository's, {ROOT / 'policies'}" in err
+    assert "previous" not in err

@@ -2,8 +2,9 @@
 
 Every flag has an environment variable named after it (``--tls-cert`` ->
 ``PLACEMENT_WEBHOOK_TLS_CERT``); a flag given on the command line wins over its variable.
-``--dev`` fills in a local setup: certificates under ``certs/`` (made when missing),
-policies from ``policies/``, listening on 127.0.0.1.
+``--dev`` fills in a local setup listening on 127.0.0.1 (``dev_setup``): from the repository
+root, ``policies/`` and certificates under ``certs/`` (made when missing); from anywhere else,
+the policies of the checkout this package runs from and certificates in a per-user state folder.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import argparse
 import datetime as dt
 import math
 import os
+import shlex
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +29,9 @@ ENV_PREFIX = "PLACEMENT_WEBHOOK_"
 DEV_CERTS = Path("certs")
 DEV_POLICIES = Path("policies")
 DEV_EXAMPLE = Path("examples/review-deployment-v1.json")
+# The folder holding the ``webhook`` package: a checkout when it was installed with
+# ``pip install -e .`` or is run from source, site-packages when installed from the wheel.
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 HELP = "run the admission server"
 
 
@@ -129,9 +134,10 @@ class Option:
 
 
 OPTIONS = (
-    Option("policies", _paths, None, "policy folder or file (repeatable; env: os.pathsep-separated)", "PATH", dev=[DEV_POLICIES]),
-    Option("tls-cert", _path, None, "serving certificate (PEM, may include the chain)", "FILE", dev=DEV_CERTS / "tls.crt"),
-    Option("tls-key", _path, None, "serving certificate's private key (PEM)", "FILE", dev=DEV_CERTS / "tls.key"),
+    # Their --dev defaults depend on the folder serve runs in: DevSetup.
+    Option("policies", _paths, None, "policy folder or file (repeatable; env: os.pathsep-separated)", "PATH"),
+    Option("tls-cert", _path, None, "serving certificate (PEM, may include the chain)", "FILE"),
+    Option("tls-key", _path, None, "serving certificate's private key (PEM)", "FILE"),
     Option("client-ca", _path, None, "CA bundle for client certificates: turns on mutual TLS", "FILE"),
     Option("host", str, "0.0.0.0", "address to listen on", "ADDR", dev="127.0.0.1"),
     Option("port", _port, 8443, "TLS port: /mutate, /healthz, /readyz", "PORT"),
@@ -149,8 +155,57 @@ OPTIONS = (
            "on or off (for a cluster that changed the MatchLabelKeysInPodAffinity feature gate)", "MODE"),
     Option("cluster-view-max-age", _seconds, 120.0,
            "seconds without word from the API server after which the view's checks are skipped", "SECONDS"),
-    Option("dev", _bool, False, "local setup: certs/ (made when missing), policies/, 127.0.0.1"),
+    Option("dev", _bool, False, "local setup on 127.0.0.1: the repository's policies/ and a development "
+           "certificate, made when missing (certs/ in the repository root, else a per-user state folder)"),
 )
+
+
+@dataclass(frozen=True)
+class DevSetup:
+    """Where ``--dev`` finds its files. ``policies`` is None when no shipped policies can be
+    found (an installed wheel holds none); ``example`` is None when the sample review is not there."""
+
+    certs: Path
+    policies: Path | None
+    example: Path | None
+    in_repository: bool  # serve runs in the repository root (or a folder laid out like it)
+
+
+def dev_setup(cwd: Path, environ: Mapping[str, str], *, package_root: Path | None = PACKAGE_ROOT) -> DevSetup:
+    """In a folder with a ``policies/`` folder (the repository root), everything is relative to
+    it, as the README's quick start shows. Anywhere else the policies and the sample review come
+    from the checkout the package runs from, and the certificates go to the per-user state
+    folder: ``serve --dev`` must not litter the folder it happens to be started in."""
+    checkout = package_root if package_root is not None and _is_checkout(package_root) else None
+    shipped_example = checkout / DEV_EXAMPLE if checkout is not None else None
+    if (cwd / DEV_POLICIES).is_dir():
+        example = DEV_EXAMPLE if (cwd / DEV_EXAMPLE).is_file() else shipped_example
+        return DevSetup(certs=DEV_CERTS, policies=DEV_POLICIES, example=_existing(example, cwd), in_repository=True)
+    return DevSetup(certs=dev_state_dir(environ) / "dev-certs",
+                    policies=checkout / DEV_POLICIES if checkout is not None else None,
+                    example=_existing(shipped_example, cwd), in_repository=False)
+
+
+def _is_checkout(root: Path) -> bool:
+    return (root / "setup.cfg").is_file() and (root / DEV_POLICIES).is_dir()
+
+
+def _existing(path: Path | None, cwd: Path) -> Path | None:
+    return path if path is not None and (cwd / path).is_file() else None
+
+
+def dev_state_dir(environ: Mapping[str, str]) -> Path:
+    """``$XDG_STATE_HOME/placement-webhook``, else ``~/.local/state/placement-webhook`` (the XDG
+    base directory rules: a relative ``XDG_STATE_HOME`` is ignored)."""
+    state = environ.get("XDG_STATE_HOME", "")
+    base = Path(state) if os.path.isabs(state) else Path(environ.get("HOME") or Path.home()) / ".local" / "state"
+    return base / "placement-webhook"
+
+
+NO_POLICIES = ("--dev: no policies/ folder here, and the installed package has no repository beside it "
+               "(the shipped policies live in the repository's policies/, not in the wheel): "
+               "run it from a checkout, or give --policies PATH")
+
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -182,8 +237,9 @@ def _flag_type(flag: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse_flag
 
 
-def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
-    """Settings by precedence: flag, then environment variable, then ``--dev`` default, then default."""
+def resolve(args: argparse.Namespace, environ: Mapping[str, str], *, dev_files: DevSetup | None = None) -> dict[str, Any]:
+    """Settings by precedence: flag, then environment variable, then ``--dev`` default, then default.
+    ``dev_files`` says where ``--dev`` finds its files (default: ``dev_setup`` in the working folder)."""
     values: dict[str, Any] = {}
     for opt in OPTIONS:
         flagged = getattr(args, opt.dest, None)
@@ -198,6 +254,17 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, A
     for opt in OPTIONS:
         if opt.dest not in values:
             values[opt.dest] = opt.dev if dev and opt.dev is not None else opt.default
+    values["dev_files"] = None
+    if dev:
+        files = dev_files if dev_files is not None else dev_setup(Path.cwd(), environ)
+        values["dev_files"] = files
+        defaults = {"policies": [files.policies] if files.policies is not None else None,
+                    "tls_cert": files.certs / "tls.crt", "tls_key": files.certs / "tls.key"}
+        for name, value in defaults.items():
+            if values[name] is None:
+                values[name] = value
+        if values["policies"] is None:
+            raise ConfigError(NO_POLICIES)
     for opt in OPTIONS[:3]:  # policies, tls-cert, tls-key
         if values[opt.dest] is None:
             raise ConfigError(f"--{opt.flag} (or {opt.env}) is required, or use --dev")
@@ -263,7 +330,8 @@ def _serve(values: dict[str, Any], targets: Targets) -> int:
         cluster_view_max_age=values["cluster_view_max_age"],
         match_label_keys={"auto": None, "on": True, "off": False}[values["match_label_keys"]],
     )
-    on_ready = _print_dev_example if values["dev"] else None
+    files = values.get("dev_files")
+    on_ready = None if files is None else (lambda state: _print_dev_example(state, files))
     try:
         return asyncio.run(app.serve(config, on_ready=on_ready))
     except OSError as exc:  # the port is taken, the address does not exist, ...
@@ -272,16 +340,21 @@ def _serve(values: dict[str, Any], targets: Targets) -> int:
 
 
 def _prepare_dev(values: dict[str, Any]) -> None:
-    """Make a local CA and serving certificate under ``certs/`` unless usable ones exist."""
+    """Say where the local setup's files come from, and make a local CA and serving certificate
+    in the development certificate folder unless usable ones exist."""
     from webhook.server import certs
 
+    files: DevSetup = values["dev_files"]
+    if not files.in_repository and values["policies"] == [files.policies]:
+        print(f"serve --dev: no policies/ here: loading the repository's, {files.policies}", file=sys.stderr)
     cert, key = values["tls_cert"], values["tls_key"]
-    if cert.parent != DEV_CERTS or key.parent != DEV_CERTS:
+    if cert.parent != files.certs or key.parent != files.certs:
         return  # the user named their own files
     if cert.exists() and key.exists() and not _expires_soon(cert):
+        print(f"serve --dev: the development certificate in {files.certs}/", file=sys.stderr)
         return
-    certs.ensure(DEV_CERTS, service="placement-webhook", namespace="default", dns=["localhost"], ips=["127.0.0.1", "::1"])
-    print(f"made a development CA and serving certificate in {DEV_CERTS}/", file=sys.stderr)
+    certs.ensure(files.certs, service="placement-webhook", namespace="default", dns=["localhost"], ips=["127.0.0.1", "::1"])
+    print(f"serve --dev: made a development CA and serving certificate in {files.certs}/", file=sys.stderr)
 
 
 def _expires_soon(cert: Path) -> bool:
@@ -294,12 +367,18 @@ def _expires_soon(cert: Path) -> bool:
     return info.not_after - dt.datetime.now(dt.UTC) < dt.timedelta(days=1)
 
 
-def _print_dev_example(state: Any) -> None:
+def _print_dev_example(state: Any, files: DevSetup) -> None:
+    """A ready-to-run ``curl`` that posts the sample review, printed only when the CA and the
+    sample it names exist; otherwise what is missing, plainly."""
     config = state.config
-    print(
-        "placement-webhook is serving. Try:\n"
-        f"  curl --cacert {DEV_CERTS}/ca.crt -H 'Content-Type: application/json' \\\n"
-        f"    --data-binary @{DEV_EXAMPLE} https://localhost:{config.port}/mutate\n"
-        f"Metrics: curl http://localhost:{config.metrics_port}/metrics",
-        flush=True,
-    )
+    ca = config.tls_cert.parent / "ca.crt"
+    url = f"https://localhost:{config.port}/mutate"
+    if files.example is not None and ca.is_file():
+        hint = (f"Try:\n  curl --cacert {shlex.quote(str(ca))} -H 'Content-Type: application/json' \\\n"
+                f"    --data-binary {shlex.quote(f'@{files.example}')} {url}")
+    elif files.example is None:
+        hint = (f"No sample AdmissionReview here ({DEV_EXAMPLE} is in the repository, not in the installed "
+                f"package): POST your own to {url}")
+    else:
+        hint = f"POST an AdmissionReview to {url} (no {ca} beside {config.tls_cert} to give curl as --cacert)"
+    print(f"placement-webhook is serving. {hint}\nMetrics: curl http://localhost:{config.metrics_port}/metrics", flush=True)
