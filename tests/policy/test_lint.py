@@ -286,3 +286,47 @@ def test_a_policy_whose_own_required_affinity_contradicts_itself_can_never_apply
     """)
     code, _, err = _run(capsys, "lint", str(path))
     assert code == 1 and "can never apply: required node affinity contradicts itself" in err
+
+
+MERGED_POLICIES = """\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: placement.novasphere.dev/v1alpha1
+  kind: PlacementPolicy
+  metadata: {name: web-on-ssd}
+  spec: &ssd
+    match: {kinds: [Deployment], namespaces: [web]}
+    placement: {nodeSelector: {disktype: ssd}}
+- apiVersion: placement.novasphere.dev/v1alpha1
+  kind: PlacementPolicy
+  metadata: {name: api-on-ssd}
+  spec:
+    <<: *ssd
+    match: {kinds: [Deployment], namespaces: [api]}
+"""
+
+
+def test_a_policy_may_override_what_it_merges_with_a_yaml_merge_key(
+    write: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write("merged.yaml", MERGED_POLICIES)
+    assert _run(capsys, "lint", str(path)) == (0, "2 policies OK\n", "")
+
+
+def test_an_error_in_a_key_that_overrides_a_merged_one_names_its_own_line(
+    write: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write("merged.yaml", MERGED_POLICIES.replace("namespaces: [api]", "namespace: [api]"))
+    code, out, err = _run(capsys, "lint", str(path))
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0].startswith(f"{path}:15: items[1].spec.match.namespace: unknown field")
+
+
+def test_a_key_written_twice_beside_a_merge_key_is_still_a_duplicate(
+    write: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write("merged.yaml", MERGED_POLICIES + "    match: {kinds: [Deployment], namespaces: [jobs]}\n")
+    code, out, err = _run(capsys, "lint", str(path))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [f"{path}:16: duplicate key 'match' (first at line 15)", "1 error"]

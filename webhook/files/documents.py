@@ -96,6 +96,14 @@ def _allowed_alias_ratio(decoded: int) -> float:
 # One child of a collection, in document order: its key, its path step, its node, its line,
 # and the line an alias there would be written on (see _Builder._enter).
 _Child = tuple[Any, Key, yaml.Node, int, int]
+# One entry of a mapping once merge keys are resolved: the mapping that writes it, its key and
+# value nodes, and the line an alias there would be written on (the ``<<`` line when merged).
+_Entry = tuple[yaml.MappingNode, yaml.Node, yaml.Node, int]
+# What a mapping's plan holds: a mapping it merges (with the ``<<`` line), or one of its entries.
+_Step = tuple[yaml.MappingNode, int] | _Entry
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_VALUE_TAG = "tag:yaml.org,2002:value"
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 @dataclass(slots=True)
@@ -206,26 +214,94 @@ class _Builder:
         return value
 
     def _pairs(self, node: yaml.MappingNode, alias_line: int) -> Iterator[_Child]:
-        """The mapping's entries, each key checked when its turn comes (errors in document order)."""
-        self.loader.flatten_mapping(node)  # resolves YAML merge keys ("<<: *defaults")
-        first_line: dict[Any, int] = {}
-        for key_node, value_node in node.value:
+        """The mapping's entries, merge keys resolved (``_entries``), each key checked when its
+        turn comes (errors in document order)."""
+        first: dict[tuple[int, Any], tuple[int, int]] = {}  # (mapping, key) -> (key node, line)
+        for owner, key_node, value_node, site in self._entries(node):
             key_line = _line(key_node)
-            self._count(key_node, key_line, alias_line)
+            self._count(key_node, site, alias_line)
             key = self._scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
             if key is None or isinstance(key, (list, dict, float)):
                 raise YamlError(self.file, key_line, "mapping keys must be strings")
-            if key in first_line and self.strict:
+            seen = first.setdefault((id(owner), key), (id(key_node), key_line))
+            if self.strict and seen[0] != id(key_node):
                 # Strict decoding (kubectl --validate=strict) rejects duplicate fields; for
-                # policies, silently keeping the last one would hide an author's mistake.
-                raise YamlError(self.file, key_line, f"duplicate key {key!r} (first at line {first_line[key]})")
-            first_line[key] = key_line
+                # policies, silently keeping the last one would hide an author's mistake. Only
+                # keys one mapping writes itself can be duplicates: a merged key is overridden.
+                raise YamlError(self.file, key_line, f"duplicate key {key!r} (first at line {seen[1]})")
             step = key if isinstance(key, (str, int)) and not isinstance(key, bool) else str(key)
-            yield key, step, value_node, key_line, key_line
+            yield key, step, value_node, key_line, site
+
+    def _entries(self, node: yaml.MappingNode) -> Iterator[_Entry]:
+        """The mapping's entries with YAML merge keys (``<<: *base``) resolved, in an order in
+        which the last of equal keys is the one that counts: the merged mappings' entries, then
+        the mapping's own. The YAML 1.1 merge key rule: a key the mapping writes itself wins over
+        a merged one, wherever the ``<<`` stands, and of several merged mappings
+        (``<<: [*a, *b]``) the first wins, so a list is merged last to first.
+
+        What PyYAML's ``SafeConstructor.flatten_mapping`` does, but lazily, so that the alias
+        budget stops a merge bomb while it expands, and without rewriting the composed nodes,
+        which a mapping's aliases share. (PyYAML 6.0.4's own drops a merged entry only when it has
+        merged that very key string object before, so ``<<: [*a, *b]`` takes b's value of most
+        keys a and b share, and a merged mapping's own override can be lost.)
+        """
+        stack: list[tuple[yaml.MappingNode, Iterator[_Step]]] = [(node, self._plan(node, None))]
+        expanding = {id(node)}
+        while stack:
+            owner, plan = stack[-1]
+            step = next(plan, None)
+            if step is None:
+                stack.pop()
+                expanding.discard(id(owner))
+            elif len(step) == 2:  # a mapping to merge
+                merged, site = step
+                if id(merged) in expanding:
+                    raise YamlError(self.file, _line(merged), "recursive alias")
+                expanding.add(id(merged))
+                stack.append((merged, self._plan(merged, site)))
+            else:
+                yield step
+
+    def _plan(self, node: yaml.MappingNode, site: int | None) -> Iterator[_Step]:
+        """The mappings ``node`` merges, each with the line of the ``<<`` that brings it in, then
+        its own entries. ``site``: the line of the outermost ``<<`` when ``node`` is merged
+        (where an alias budget error is reported), None for the mapping being built."""
+        own: list[_Entry] = []
+        merge_line = 0
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                line = _line(key_node)
+                if merge_line and self.strict:
+                    raise YamlError(self.file, line, f"duplicate key '<<' (first at line {merge_line})")
+                merge_line = merge_line or line
+                yield from ((merged, line if site is None else site) for merged in self._merged(value_node))
+                continue
+            if key_node.tag == _VALUE_TAG:
+                key_node.tag = _STR_TAG  # "=" as a key is the string "=", as PyYAML reads it
+            own.append((node, key_node, value_node, _line(key_node) if site is None else site))
+        yield from own
+
+    def _merged(self, value: yaml.Node) -> list[yaml.MappingNode]:
+        """The mappings a ``<<`` merges, last to first, so that the first wins."""
+        if isinstance(value, yaml.MappingNode):
+            return [value]
+        if not isinstance(value, yaml.SequenceNode):
+            raise YamlError(self.file, _line(value), "invalid YAML: while constructing a mapping: expected a mapping "
+                            f"or list of mappings for merging, but found {_kind(value)}")
+        for item in value.value:
+            if not isinstance(item, yaml.MappingNode):
+                raise YamlError(self.file, _line(item), "invalid YAML: while constructing a mapping: expected a "
+                                f"mapping for merging, but found {_kind(item)}")
+        return list(reversed(value.value))
 
 
 def _line(node: yaml.Node) -> int:
     return int(node.start_mark.line) + 1
+
+
+def _kind(node: yaml.Node) -> str:
+    """"scalar", "sequence" or "mapping", as PyYAML names its nodes in errors."""
+    return type(node).__name__.removesuffix("Node").lower()
 
 
 def _yaml_error(exc: yaml.YAMLError, file: str) -> YamlError:
