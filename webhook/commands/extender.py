@@ -30,7 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-key", metavar="FILE")
     parser.add_argument("--kubeconfig", metavar="FILE",
                         help="the cluster, for node names (nodeCacheCapable) and PriorityClasses "
-                        "(default: the pod's service account)")
+                        "(default: the pod's service account, else $KUBECONFIG or ~/.kube/config)")
     parser.add_argument("--context", metavar="NAME")
     parser.add_argument("--no-cluster", action="store_true",
                         help="no cluster view: only whole Node objects are judged (nodeCacheCapable: false)")
@@ -96,7 +96,7 @@ async def _serve(settings: Any, args: argparse.Namespace) -> int:
     cache = client = None
     if not args.no_cluster:
         try:
-            where = cluster_config.load(args.kubeconfig, args.context)
+            where = cluster_config.load(args.kubeconfig, args.context, user_default=True)
         except cluster_config.ConfigError as exc:
             common.error("extender", f"{exc} (or --no-cluster to judge whole Node objects only)")
             return Exit.USAGE
