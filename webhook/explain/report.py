@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.explain.simulate import PlacementVerdict, own_pods, place_all, statefulset_update
+from webhook.explain.simulate import PlacementVerdict, owned_pods, place_all, selected_pods, statefulset_update
 from webhook.explain.state import ClusterState
 from webhook.explain.suggest import Suggestion, suggest
 from webhook.explain.workloads import Workload, build
@@ -111,13 +111,13 @@ def explain(obj: Mapping[str, Any], target: Target, state: ClusterState, *, name
         obj = {**obj, "spec": {**obj["spec"], "replicas": replicas}}  # an update rolls out spec.replicas
     workload = workload_of(obj)
     notes = list(workload.notes)
-    running = own_pods(workload, state.cluster)
     updatable = target.kind in UPDATABLE and target.group == "apps"
+    selected = selected_pods(workload, state.cluster) if updatable else []
     exists = state.workload(target.kind, workload.namespace, workload.name) is not None
     if update is None:
-        update = updatable and (exists or bool(running))
+        update = updatable and (exists or bool(selected))
         if update and not exists:
-            notes.append(f"{len(running)} running pod(s) match the {target.kind}'s selector: its update is "
+            notes.append(f"{len(selected)} running pod(s) match the {target.kind}'s selector: its update is "
                          "simulated (--no-update places it as new)")
     elif update and not updatable:
         notes.append(f"an update of a {target.kind} is not simulated: its pods are placed as on creation")
@@ -143,13 +143,17 @@ def explain(obj: Mapping[str, Any], target: Target, state: ClusterState, *, name
             if suggestions and not verdict.completes else []
         return Explanation(target.kind, workload.namespace, workload.name, _rollout_rows(verdict),
                            verdict.result, verdict, found, notes)
+    # Only the pods the workload's own controller made are its replicas, by their controller
+    # reference: pods that merely carry its labels stay (a bare Pod has no replicas at all).
+    replica_sets = state.of_kind("ReplicaSet")
+    running = owned_pods(workload, state.cluster, replica_sets)
     if running:
         notes.append(f"the {len(running)} running pod(s) of {workload.name} are left out: its replicas are placed "
                      "as on creation")
 
     def simulate_fresh(o: Mapping[str, Any], cluster: Cluster) -> PlacementVerdict:
         changed = workload_of(o)
-        return place_all(changed, cluster.evict(own_pods(changed, cluster)), options=options)
+        return place_all(changed, cluster.evict(owned_pods(changed, cluster, replica_sets)), options=options)
 
     say(f"placing the {len(workload.pods)} replica(s) of {workload.name}")
     placement = simulate_fresh(obj, state.cluster)

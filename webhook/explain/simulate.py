@@ -14,19 +14,20 @@ MaxUnavailableStatefulSet gate is on, which is not modelled). ``OnDelete`` repla
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from webhook.explain.workloads import Workload
 from webhook.kube import selectors
+from webhook.kube.deployment import REVISION_KEY
 from webhook.kube.scheduler.cluster import Cluster
 from webhook.kube.scheduler.framework import Result, place
 from webhook.kube.scheduler.plan import Options
 from webhook.kube.scheduler.podinfo import PodInfo
 from webhook.kube.scheduler.rollingupdate import RolloutStep, RolloutVerdict
 
-__all__ = ["PlacementVerdict", "Replica", "own_pods", "place_all", "statefulset_update"]
+__all__ = ["PlacementVerdict", "Replica", "owned_pods", "place_all", "selected_pods", "statefulset_update"]
 
 
 @dataclass(frozen=True)
@@ -91,12 +92,71 @@ def place_all(workload: Workload, cluster: Cluster, *, options: Options | None =
     return PlacementVerdict(tuple(items), cluster)
 
 
-def own_pods(workload: Workload, cluster: Cluster) -> list[PodInfo]:
-    """The running pods of ``workload``: its namespace, its selector."""
+def selected_pods(workload: Workload, cluster: Cluster) -> list[PodInfo]:
+    """The running pods ``workload``'s selector picks in its namespace: what its update
+    replaces (the Deployment and StatefulSet controllers adopt the pods their selector
+    matches)."""
     if workload.own_selector is None:
         return []
     return [p for p, _ in cluster.pods()
             if p.namespace == workload.namespace and selectors.matches(workload.own_selector, p.labels)]
+
+
+def owned_pods(workload: Workload, cluster: Cluster, replica_sets: Iterable[Mapping[str, Any]] = ()) -> list[PodInfo]:
+    """The running pods ``workload``'s controller made, by each pod's controller reference
+    (``metav1.GetControllerOf``: the ownerReference with ``controller: true``).
+
+    A Deployment's pods are controlled by its ReplicaSets: those of ``replica_sets`` that it
+    controls, or, when the state lacks them, the one named ``<deployment>-<pod-template-hash>``
+    as the Deployment controller names them (``getNewReplicaSet``, pkg/controller/deployment/
+    sync.go). A KubeVirt VirtualMachine's launcher pod is controlled by the VirtualMachineInstance
+    of the same name. Labels say nothing here: a bare Pod has no selector and no replicas, and
+    a pod that merely carries a workload's labels is someone else's.
+    """
+    ns = workload.namespace
+    if workload.kind == "Deployment" and workload.group == "apps":
+        ours = {_name(rs) for rs in replica_sets if _namespace(rs) == ns and _controlled_by(rs, workload)}
+
+        def made(pod: PodInfo) -> bool:
+            ref = _controller_ref(pod.obj)
+            if ref is None or ref.get("kind") != "ReplicaSet" or _group(ref) != "apps":
+                return False
+            return ref.get("name") in ours or ref.get("name") == f"{workload.name}-{pod.labels.get(REVISION_KEY)}"
+    elif workload.kind == "VirtualMachine" and workload.group == "kubevirt.io":
+        instance = Workload("VirtualMachineInstance", ns, workload.name, [], None, None, group="kubevirt.io")
+
+        def made(pod: PodInfo) -> bool:
+            return _controlled_by(pod.obj, instance)
+    else:
+        def made(pod: PodInfo) -> bool:
+            return _controlled_by(pod.obj, workload)
+    return [p for p, _ in cluster.pods() if p.namespace == ns and made(p)]
+
+
+def _controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return next((r for r in refs if isinstance(r, Mapping) and r.get("controller") is True), None)
+
+
+def _controlled_by(obj: Mapping[str, Any], owner: Workload) -> bool:
+    """``obj``'s controller reference names ``owner`` (its uid too, where both are known)."""
+    ref = _controller_ref(obj)
+    if ref is None or ref.get("kind") != owner.kind or ref.get("name") != owner.name or _group(ref) != owner.group:
+        return False
+    return owner.uid is None or not ref.get("uid") or ref.get("uid") == owner.uid
+
+
+def _group(ref: Mapping[str, Any]) -> str:
+    api_version = str(ref.get("apiVersion") or "")
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "default")
 
 
 def statefulset_update(statefulset: Mapping[str, Any], workload: Workload, cluster: Cluster, *,
@@ -107,7 +167,7 @@ def statefulset_update(statefulset: Mapping[str, Any], workload: Workload, clust
     kind = str(strategy.get("type") or "RollingUpdate")
     partition = (strategy.get("rollingUpdate") or {}).get("partition")
     partition = partition if isinstance(partition, int) and partition > 0 else 0
-    running = {p.name: p for p in own_pods(workload, cluster)}
+    running = {p.name: p for p in selected_pods(workload, cluster)}
     replicas = len(workload.pods)
     steps: list[RolloutStep] = []
     available = sum(1 for pod in workload.pods if pod["metadata"]["name"] in running)

@@ -67,6 +67,10 @@ class ClusterState:
     def workload(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.workloads.get((kind, namespace, name))
 
+    def of_kind(self, kind: str) -> list[Mapping[str, Any]]:
+        """The workloads of one kind (ReplicaSets, say), in every namespace."""
+        return [obj for (k, _, _), obj in self.workloads.items() if k == kind]
+
 
 def _name(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")

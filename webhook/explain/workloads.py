@@ -75,8 +75,9 @@ class WorkloadError(ValueError):
 class Workload:
     """The pods to place, in order, and what the simulation needs besides.
 
-    ``own_selector`` selects the workload's running pods in its namespace (None: none can be
-    told apart); ``notes`` are the assumptions the translation made, for the report.
+    ``own_selector`` is the workload's selector over pods in its namespace (None: it has no
+    usable one): what an update replaces. ``group`` is the kind's API group, which a pod's
+    controller reference names. ``notes`` are the assumptions the translation made.
     """
 
     kind: str
@@ -86,6 +87,8 @@ class Workload:
     default_selector: dict[str, Any] | None
     own_selector: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    group: str = ""
+    uid: str | None = None
 
 
 def build(obj: Mapping[str, Any], target: Target, *, namespace: str = "default",
@@ -119,7 +122,9 @@ def build(obj: Mapping[str, Any], target: Target, *, namespace: str = "default",
         count = _count(obj, target, notes) if replicas is None else replicas
         single = count == 1 and _one_pod(target)
         pods = [_named(template, name if single else f"{name}-{i}") for i in range(count)]
-    return Workload(target.kind, ns, name, pods, default_selector, selector, notes)
+    uid = meta.get("uid")
+    return Workload(target.kind, ns, name, pods, default_selector, selector, notes, target.group,
+                    str(uid) if uid else None)
 
 
 def _named(template: Mapping[str, Any], name: str) -> dict[str, Any]:
