@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -381,21 +383,40 @@ def test_a_live_cluster_is_read_once_and_explained_like_a_dump(tmp_path: Path,
     assert any("matchLabelKeys" in s["change"] for s in work["suggestions"])
 
 
-def test_an_unreachable_cluster_is_an_error_line_not_a_traceback(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from webhook.commands import inputs
-
-    monkeypatch.setattr(inputs, "LIVE_VIEW_TIMEOUT", 1.0)
+def _kubeconfig_for(tmp_path: Path, server: str, token: str = "t") -> Path:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
+        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": token}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return kubeconfig
+
+
+def test_an_unreachable_cluster_is_one_error_line_at_once_and_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.kit.envtest import free_port
+
+    server = f"https://127.0.0.1:{free_port()}"  # a closed port
     manifest = write(tmp_path / "w.yaml", deployment(replicas=1))
-    code, _, err = explain(capsys, "-f", manifest, "--no-policies", "--kubeconfig", str(kubeconfig))
-    assert code == 1 and "could not read the cluster at" in err and "Traceback" not in err
+    began = time.monotonic()
+    code, out, err = explain(capsys, "-f", manifest, "--no-policies", "--kubeconfig", str(_kubeconfig_for(tmp_path, server)))
+    assert time.monotonic() - began < 0.5  # at once, not after the 30 s the read may take
+    assert code == 2 and out == ""
+    assert err == f"error: cannot reach the API server at {server}: connection refused\n"
+
+
+def test_credentials_the_server_refuses_are_one_error_line_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.kit.fakeapi import FakeApiServer
+
+    manifest = write(tmp_path / "w.yaml", deployment(replicas=1))
+    with FakeApiServer.in_thread("1.31.0", tls=True, token="s3cret") as api:
+        kubeconfig = _kubeconfig_for(tmp_path, api.url, token="expired")
+        code, _, err = explain(capsys, "-f", manifest, "--no-policies", "--kubeconfig", str(kubeconfig))
+    assert code == 2
+    assert err == (f"error: the API server at {api.url} did not accept the credentials (401 Unauthorized): "
+                   "you must be logged in to the server\n")
 
 
 def test_replicas_given_on_the_command_line_are_the_ones_an_update_rolls_out(
@@ -407,3 +428,65 @@ def test_replicas_given_on_the_command_line_are_the_ones_an_update_rolls_out(
     # With 3 replicas and no surge, one new pod is made while both old pods stay (3 - 1 = 2
     # must stay available), and it repels them: the update deadlocks at once.
     assert code == 1 and rollout["replicas"] == 3 and rollout["completes"] is False and rollout["steps"] == 1
+
+
+def _names(*groups: list[str]) -> dict[str, Any]:
+    """Required node affinity whose terms name nodes (``matchFields metadata.name In``), one
+    requirement per list, all in one term."""
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": names} for names in groups]}]}}}
+
+
+def _histogram(message: str) -> dict[str, int]:
+    """The "<count> <reason>" entries of a FitError message's first sentence."""
+    first = message.split(": ", 1)[1].split(". preemption: ", 1)[0].removesuffix(".")
+    return {reason: int(count) for count, reason in
+            (entry.split(" ", 1) for entry in re.split(r", (?=\d+ )", first))}
+
+
+@pytest.mark.parametrize(("affinity", "nodes", "reasons"), [
+    pytest.param(_names(["gone"]), ["node-a", "node-b"],
+                 {"node(s) didn't satisfy plugin(s) [NodeAffinity]": ["node-a", "node-b"]},
+                 id="matchFields names no node: the PreFilterResult leaves every node out"),
+    pytest.param(_names(["node-a"]), ["node-a", "node-b"],
+                 {"node(s) didn't satisfy plugin(s) [NodeAffinity]": ["node-b"],
+                  "node(s) had untolerated taint(s)": ["node-a"]},
+                 id="matchFields names one node: the others are left out, the named one is filtered"),
+])
+def test_the_nodes_a_prefilter_leaves_out_are_in_the_machine_form_as_in_the_message(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], affinity: dict[str, Any], nodes: list[str],
+        reasons: dict[str, list[str]]) -> None:
+    taint = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+    state = write(tmp_path / "c.yaml", node("node-a", taints=[taint]), node("node-b"))
+    manifest = write(tmp_path / "w.yaml", deployment(replicas=1, affinity=affinity))
+    code, out, _ = explain(capsys, "-f", manifest, "--no-policies", "--cluster-state", state, "-o", "json")
+    diagnosis = json.loads(out)["workloads"][0]["diagnosis"]
+    assert code == 1
+    assert {r["reason"]: r["nodeNames"] for r in diagnosis["reasons"]} == reasons
+    assert {r["reason"]: r["nodes"] for r in diagnosis["reasons"]} == _histogram(diagnosis["message"])
+    assert sorted(diagnosis["nodes"]) == nodes
+    assert all(f["filter"] for found in diagnosis["nodes"].values() for f in found)
+
+
+def test_conflicting_node_names_are_a_prefilter_rejection_of_every_node_in_both_forms(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = write(tmp_path / "c.yaml", node("node-a"), node("node-b"))
+    manifest = write(tmp_path / "w.yaml", deployment(replicas=1, affinity=_names(["node-a"], ["node-b"])))
+    _, out, _ = explain(capsys, "-f", manifest, "--no-policies", "--cluster-state", state, "-o", "json")
+    diagnosis = json.loads(out)["workloads"][0]["diagnosis"]
+    assert diagnosis["message"].startswith("0/2 nodes are available: pod affinity terms conflict. preemption:")
+    assert diagnosis["reasons"] == [{"reason": "pod affinity terms conflict", "nodes": 2,
+                                     "nodeNames": ["node-a", "node-b"]}]
+    assert [f["filter"] for f in diagnosis["nodes"]["node-a"]] == ["NodeAffinity"]
+    _, text, _ = explain(capsys, "-f", manifest, "--no-policies", "--cluster-state", state)
+    assert "    2 pod affinity terms conflict:\n      node-a: NodeAffinity: pod affinity terms conflict" in text
+
+
+def test_the_text_lists_the_nodes_a_prefilter_left_out_under_their_reason(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = write(tmp_path / "c.yaml", node("node-a"), node("node-b"))
+    manifest = write(tmp_path / "w.yaml", deployment(replicas=1, affinity=_names(["gone"])))
+    _, text, _ = explain(capsys, "-f", manifest, "--no-policies", "--cluster-state", state)
+    assert ("    2 node(s) didn't satisfy plugin(s) [NodeAffinity]:\n"
+            "      node-a: NodeAffinity: node(s) didn't satisfy plugin(s) [NodeAffinity] (the pod's required node "
+            "affinity names other nodes (matchFields metadata.name))\n") in text

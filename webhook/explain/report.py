@@ -183,7 +183,8 @@ def _rollout_rows(verdict: RolloutVerdict) -> list[ReplicaRow]:
 
 def _by_reason(result: Result) -> list[tuple[str, list[str]]]:
     """Each reason with the nodes counted under it (each node under its first failing filter,
-    as the scheduler's message counts them), most nodes first, then by reason."""
+    as the scheduler's message counts them), most nodes first, then by reason. The nodes a
+    PreFilter turned away are among them, with its status, as the message counts them too."""
     reasons: dict[str, list[str]] = {}
     for node, failure in result.filtered.items():
         for reason in failure.reasons:
@@ -301,7 +302,4 @@ def _reasons(result: Result) -> list[str]:
             lines.append(f"      {node}: {why}")
         if count > NODES_SHOWN:
             lines.append(f"      ... and {count - NODES_SHOWN} more (-o yaml lists every node)")
-    unlisted = result.num_nodes - len(result.filtered)
-    if unlisted > 0 and result.filtered:
-        lines.append(f"    {unlisted} node(s) not filtered: the node affinity names other nodes")
     return lines

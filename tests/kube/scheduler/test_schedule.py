@@ -63,9 +63,9 @@ def test_nodes_short_of_room_for_a_pod_of_equal_priority_find_no_victims() -> No
         "2 No preemption victims found for incoming pod.")
 
 
-def test_the_legacy_taint_reason_names_the_taint() -> None:
+def test_a_release_before_the_generic_taint_reason_names_the_taint() -> None:
     result = schedule(pod("p"), Cluster.from_objects([_node("a", taints=[DB_TAINT])]),
-                      options=Options(legacy_taint_reason=True), preempt=False)
+                      options=Options.for_version((1, 34, 1)), preempt=False)
     assert result.message == "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: db}."
 
 

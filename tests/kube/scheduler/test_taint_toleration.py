@@ -23,12 +23,12 @@ def _tol(key: str, value: str = "", effect: str = "", op: str = "") -> dict[str,
 
 
 FILTER_CASES: list[Any] = [
-    pytest.param([], [_taint("dedicated", "user1", "NoSchedule")], "node(s) had untolerated taint {dedicated: user1}",
+    pytest.param([], [_taint("dedicated", "user1", "NoSchedule")], ("dedicated", "user1"),
                  id="TestTaintTolerationFilter: a pod with no tolerations cannot land on a node with taints"),
     pytest.param([_tol("dedicated", "user1", "NoSchedule")], [_taint("dedicated", "user1", "NoSchedule")], None,
                  id="TestTaintTolerationFilter: a pod tolerating the dedicated taint lands on the node"),
     pytest.param([_tol("dedicated", "user2", "NoSchedule", "Equal")], [_taint("dedicated", "user1", "NoSchedule")],
-                 "node(s) had untolerated taint {dedicated: user1}",
+                 ("dedicated", "user1"),
                  id="TestTaintTolerationFilter: a toleration for another value does not help"),
     pytest.param([_tol("foo", effect="NoSchedule", op="Exists")], [_taint("foo", "bar", "NoSchedule")], None,
                  id="TestTaintTolerationFilter: Exists tolerates any value"),
@@ -36,7 +36,7 @@ FILTER_CASES: list[Any] = [
                  [_taint("dedicated", "user2", "NoSchedule"), _taint("foo", "bar", "NoSchedule")], None,
                  id="TestTaintTolerationFilter: every taint tolerated by one of several tolerations"),
     pytest.param([_tol("foo", "bar", "PreferNoSchedule", "Equal")], [_taint("foo", "bar", "NoSchedule")],
-                 "node(s) had untolerated taint {foo: bar}",
+                 ("foo", "bar"),
                  id="TestTaintTolerationFilter: a toleration with another non-empty effect does not tolerate"),
     pytest.param([_tol("foo", "bar", op="Equal")], [_taint("foo", "bar", "NoSchedule")], None,
                  id="TestTaintTolerationFilter: a toleration with no effect tolerates every effect"),
@@ -47,19 +47,34 @@ FILTER_CASES: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize(("tolerations", "taints", "legacy_reason"), FILTER_CASES)
-def test_the_taint_filter_matches_the_upstream_table(tolerations: list[Any], taints: list[Any], legacy_reason: str | None) -> None:
+# The reason for an untolerated taint {KEY: VALUE}, as each release words it.
+WORDINGS: list[tuple[tuple[int, ...] | None, str]] = [
+    ((1, 20), "node(s) had taint {{{key}: {value}}}, that the pod didn't tolerate"),  # v1.20.2 taint_toleration.go:69
+    ((1, 24), "node(s) had taint {{{key}: {value}}}, that the pod didn't tolerate"),
+    ((1, 25), "node(s) had untolerated taint {{{key}: {value}}}"),  # kubernetes#109119
+    ((1, 34, 1), "node(s) had untolerated taint {{{key}: {value}}}"),
+    ((1, 34, 2), "node(s) had untolerated taint(s)"),  # kubernetes#134740, picked into v1.34.2
+    ((1, 34), "node(s) had untolerated taint(s)"),  # no patch given: the minor's newest
+    ((1, 35), "node(s) had untolerated taint(s)"),
+    (None, "node(s) had untolerated taint(s)"),  # the newest release
+]
+
+
+@pytest.mark.parametrize(("tolerations", "taints", "untolerated"), FILTER_CASES)
+def test_the_taint_filter_matches_the_upstream_table(tolerations: list[Any], taints: list[Any],
+                                                      untolerated: tuple[str, str] | None) -> None:
     incoming = pod(tolerations=tolerations)
     target = node("nodeA", taints=taints)
-    for legacy in (True, False):
-        options = Options(legacy_taint_reason=legacy)
+    for version, wording in WORDINGS:
+        options = Options.for_version(version)
         state, cluster = state_for(incoming, [target], options=options)
         got = taint_toleration(state.plan, cluster.nodes["nodeA"], options)
-        if legacy_reason is None:
+        if untolerated is None:
             assert got is None
         else:
+            key, value = untolerated
             assert got is not None and got.code == UNRESOLVABLE
-            assert got.reasons == ((legacy_reason,) if legacy else ("node(s) had untolerated taint(s)",))
+            assert got.reasons == (wording.format(key=key, value=value),), version
 
 
 SCORE_CASES: list[Any] = [

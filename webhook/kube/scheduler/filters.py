@@ -40,7 +40,8 @@ def node_name(plan: PodPlan, node: NodeInfo, options: Options) -> Failure | None
     """A pod with spec.nodeName fits only that node."""
     if not plan.node_name or plan.node_name == node.name:
         return None
-    return Failure("NodeName", UNRESOLVABLE, (Reason.NODE_NAME,), (f"pod asks for node {plan.node_name}",))
+    return Failure("NodeName", UNRESOLVABLE, (Reason.node_name(options.release),),
+                   (f"pod asks for node {plan.node_name}",))
 
 
 def taint_toleration(plan: PodPlan, node: NodeInfo, options: Options) -> Failure | None:
@@ -49,7 +50,7 @@ def taint_toleration(plan: PodPlan, node: NodeInfo, options: Options) -> Failure
     if taint is None:
         return None
     key, value, effect = taint.get("key", ""), taint.get("value") or "", taint.get("effect", "")
-    reason = Reason.LEGACY_TAINT.format(key=key, value=value) if options.legacy_taint_reason else Reason.UNTOLERATED_TAINT
+    reason = Reason.taint(key, value, options.release)
     shown = f"{key}={value}:{effect}" if value else f"{key}:{effect}"
     return Failure("TaintToleration", UNRESOLVABLE, (reason,), (f"untolerated taint {shown}",))
 
@@ -59,7 +60,7 @@ def node_affinity(plan: PodPlan, node: NodeInfo, options: Options) -> Failure | 
     if plan.required.trivial or plan.required.matches(node.labels, node.name):
         return None
     details = plan.required.explain(node.labels, node.name)
-    return Failure("NodeAffinity", UNRESOLVABLE, (Reason.NODE_AFFINITY,), details)
+    return Failure("NodeAffinity", UNRESOLVABLE, (Reason.node_affinity(options.release),), details)
 
 
 def node_ports(plan: PodPlan, node: NodeInfo, options: Options) -> Failure | None:

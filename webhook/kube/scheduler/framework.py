@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 __all__ = ["Placement", "PluginScore", "Result", "place", "prioritize", "schedule"]
 
 _DEFAULT_OPTIONS = Options()
+# The status findNodesThatFitPod records for each node NodeAffinity's PreFilterResult leaves
+# out (SetAbsentNodesStatus): they are counted in the message like filtered nodes.
+_ABSENT = Failure("NodeAffinity", UNRESOLVABLE, (Reason.PREFILTER_NODES.format(plugins="NodeAffinity"),),
+                  ("the pod's required node affinity names other nodes (matchFields metadata.name)",))
 # The order in which the default profile runs its score plugins.
 SCORE_PLUGINS = ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
                  "NodeResourcesBalancedAllocation")
@@ -118,61 +122,52 @@ def schedule(pod: Mapping[str, Any], cluster: Cluster, *, default_selector: Mapp
     DefaultPreemption when nothing fits.
     """
     state = plan_state(pod, cluster, default_selector, options or _DEFAULT_OPTIONS)
-    candidates = _candidates(state, cluster, nodes)
-    num_nodes = len(cluster.nodes) if nodes is None else len(candidates)
+    pool = _pool(cluster, nodes)
     if state.prefilter is not None:
-        return _rejected(state, cluster, pod, num_nodes, candidates, preempt)
+        return _rejected(state, cluster, pod, pool, preempt)
+    wanted = state.prefilter_nodes
     feasible: list[NodeInfo] = []
     filtered: dict[str, Failure] = {}
     failures: dict[str, tuple[Failure, ...]] = {}
-    for node in candidates:
-        found = state.failures(node)
+    for node in pool:
+        found = state.failures(node) if wanted is None or node.name in wanted else (_ABSENT,)
         if found:
             filtered[node.name] = found[0]
             failures[node.name] = found
         else:
             feasible.append(node)
-    absent = _absent_status(state, num_nodes, len(candidates))
     if not feasible:
-        return _unschedulable(state, cluster, pod, num_nodes, filtered, failures, absent, preempt)
-    return _scored(state, pod, num_nodes, feasible, filtered, failures)
+        return _unschedulable(state, cluster, pod, len(pool), filtered, failures, preempt)
+    return _scored(state, pod, len(pool), feasible, filtered, failures)
 
 
-def _candidates(state: PlanState, cluster: Cluster, nodes: Sequence[str] | None) -> list[NodeInfo]:
-    """The nodes the Filter phase visits: all, or those of the NodeAffinity PreFilterResult."""
-    wanted = state.plan.prefilter_nodes
-    chosen = [n for n in cluster.nodes.values() if wanted is None or n.name in wanted]
-    if nodes is not None:
-        allowed = set(nodes)
-        chosen = [n for n in chosen if n.name in allowed]
-    return chosen
+def _pool(cluster: Cluster, nodes: Sequence[str] | None) -> list[NodeInfo]:
+    """The nodes the cycle considers: all of the snapshot's, or only ``nodes``."""
+    if nodes is None:
+        return list(cluster.nodes.values())
+    allowed = set(nodes)
+    return [n for n in cluster.nodes.values() if n.name in allowed]
 
 
-def _absent_status(state: PlanState, num_nodes: int, num_candidates: int) -> Failure | None:
-    """The status of nodes a PreFilterResult left out (findNodesThatFitPod)."""
-    if state.plan.prefilter_nodes is None or num_candidates >= num_nodes:
-        return None
-    return Failure("NodeAffinity", UNRESOLVABLE, (Reason.PREFILTER_NODES.format(plugins="NodeAffinity"),))
-
-
-def _rejected(state: PlanState, cluster: Cluster, pod: Mapping[str, Any], num_nodes: int,
-              candidates: Sequence[NodeInfo], preempt: bool) -> Result:
-    """PreFilter rejected the pod: every node gets its status and the message is its own."""
+def _rejected(state: PlanState, cluster: Cluster, pod: Mapping[str, Any], pool: Sequence[NodeInfo],
+              preempt: bool) -> Result:
+    """PreFilter rejected the pod: every node gets its status (findNodesThatFitPod records it
+    for all of them, so preemption sees it too) and the message is PreFilter's own."""
     assert state.prefilter is not None
-    filtered = {n.name: state.prefilter for n in candidates}
+    filtered = {n.name: state.prefilter for n in pool}
     failures = {name: (failure,) for name, failure in filtered.items()}
-    preemption = _preempt(state, cluster, filtered, num_nodes) if preempt else None
+    preemption = _preempt(state, cluster, filtered, len(pool)) if preempt else None
     postfilter = preemption.message if preemption is not None else ""
-    message = fit_error_message(num_nodes, (), prefilter=", ".join(state.prefilter.reasons), postfilter=postfilter)
-    return _empty_result(state, pod, num_nodes, filtered, failures, message, preemption)
+    message = fit_error_message(len(pool), filtered.values(), prefilter=", ".join(state.prefilter.reasons),
+                                postfilter=postfilter, release=state.options.release)
+    return _empty_result(state, pod, len(pool), filtered, failures, message, preemption)
 
 
 def _unschedulable(state: PlanState, cluster: Cluster, pod: Mapping[str, Any], num_nodes: int,
-                   filtered: dict[str, Failure], failures: dict[str, tuple[Failure, ...]], absent: Failure | None,
-                   preempt: bool) -> Result:
+                   filtered: dict[str, Failure], failures: dict[str, tuple[Failure, ...]], preempt: bool) -> Result:
     preemption = _preempt(state, cluster, filtered, num_nodes) if preempt else None
     postfilter = preemption.message if preemption is not None else ""
-    message = fit_error_message(num_nodes, filtered.values(), absent, num_nodes - len(filtered), postfilter=postfilter)
+    message = fit_error_message(num_nodes, filtered.values(), postfilter=postfilter, release=state.options.release)
     return _empty_result(state, pod, num_nodes, filtered, failures, message, preemption)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from webhook.kube.scheduler.nodeinfo import NodeInfo
 from webhook.kube.scheduler.podinfo import AffinityTerm, PodInfo, WeightedTerm
+from webhook.kube.scheduler.release import Release
 from webhook.kube.scheduler.status import UNRESOLVABLE, UNSCHEDULABLE, Failure, Reason
 
 if TYPE_CHECKING:
@@ -54,9 +55,11 @@ class InterPodFilterState:
     """``preFilterState``: topology pairs of existing pods whose required anti-affinity the
     pod matches, and of existing pods matching the pod's required (anti-)affinity terms."""
 
-    def __init__(self, plan: PodPlan, nodes: Sequence[NodeInfo], namespace_labels: Mapping[str, Mapping[str, str]]) -> None:
+    def __init__(self, plan: PodPlan, nodes: Sequence[NodeInfo], namespace_labels: Mapping[str, Mapping[str, str]],
+                 release: Release | None = None) -> None:
         info = plan.info
         self.pod = info
+        self.release = release  # whose words the statuses use
         self.ns_labels: Mapping[str, str] = namespace_labels.get(info.namespace) or _EMPTY
         self.affinity_terms = tuple(t.merged(namespace_labels) for t in info.required_affinity)
         self.anti_terms = tuple(t.merged(namespace_labels) for t in info.required_anti_affinity)
@@ -106,7 +109,7 @@ class InterPodFilterState:
         if self.affinity_terms:
             failed = self._affinity(labels)
             if failed:
-                return Failure(PLUGIN, UNRESOLVABLE, (Reason.AFFINITY,), (failed,))
+                return Failure(PLUGIN, UNRESOLVABLE, Reason.interpod(Reason.AFFINITY, self.release), (failed,))
         for term in self.anti_terms if self.anti else ():
             value = labels.get(term.topology_key)
             if value is not None and self.anti.get(term.topology_key, _NO_COUNTS).get(value, 0) > 0:
@@ -122,10 +125,11 @@ class InterPodFilterState:
         if found is None:
             if check == 1:
                 why = f"{self.anti[key][value]} pod(s) matching an anti-affinity term in {key}={value}"
-                found = Failure(PLUGIN, UNSCHEDULABLE, (Reason.ANTI_AFFINITY,), (why,))
+                found = Failure(PLUGIN, UNSCHEDULABLE, Reason.interpod(Reason.ANTI_AFFINITY, self.release), (why,))
             else:
                 why = f"{self.existing[key][value]} existing pod(s) in {key}={value} have anti-affinity against this pod"
-                found = Failure(PLUGIN, UNSCHEDULABLE, (Reason.EXISTING_ANTI_AFFINITY,), (why,))
+                found = Failure(PLUGIN, UNSCHEDULABLE, Reason.interpod(Reason.EXISTING_ANTI_AFFINITY, self.release),
+                                (why,))
             self._verdicts[(check, key, value)] = found
         return found
 

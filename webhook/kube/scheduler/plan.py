@@ -18,6 +18,7 @@ from webhook.kube.scheduler.nodeaffinity import (
     prefilter_node_names,
 )
 from webhook.kube.scheduler.podinfo import PodInfo
+from webhook.kube.scheduler.release import Release, since
 from webhook.kube.scheduler.resources import (
     Resource,
     pod_requests,
@@ -45,13 +46,25 @@ class Options:
     """Knobs of the modelled profile; the defaults are the kube-scheduler's.
 
     ``hard_pod_affinity_weight``: InterPodAffinityArgs.hardPodAffinityWeight (default 1).
-    ``legacy_taint_reason``: word TaintToleration failures as releases before kubernetes#134740
-    did ("node(s) had untolerated taint {key: value}").
+    ``release``: the kube-scheduler release whose messages the model words (None: the newest);
+    ``release.Release`` lists what changed when. ``Options.for_version((1, 20))`` sets it.
     """
 
     hard_pod_affinity_weight: int = 1
-    legacy_taint_reason: bool = False
+    release: Release | None = None
     weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+
+    @classmethod
+    def for_version(cls, version: tuple[int, ...] | Release | None, **knobs: Any) -> Options:
+        """Options for a cluster of ``version``: (major, minor), (major, minor, patch), a
+        ``Release``, or None for the newest release."""
+        if version is None or isinstance(version, Release):
+            return cls(release=version, **knobs)
+        return cls(release=Release(*version[:3]), **knobs)
+
+    def since(self, first: Release) -> bool:
+        """Whether the modelled release is ``first`` or later."""
+        return since(self.release, first)
 
 
 def signature(pod: Mapping[str, Any], default_selector: Mapping[str, Any] | None) -> str:

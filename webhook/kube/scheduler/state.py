@@ -22,6 +22,7 @@ from webhook.kube.scheduler.interpod import InterPodFilterState, InterPodScoreSt
 from webhook.kube.scheduler.nodeinfo import NodeInfo
 from webhook.kube.scheduler.plan import Options, PodPlan, signature
 from webhook.kube.scheduler.podinfo import PodInfo
+from webhook.kube.scheduler.release import V1_24
 from webhook.kube.scheduler.scores import (
     balanced_allocation,
     least_allocated,
@@ -57,19 +58,21 @@ class PlanState:
         labels = cluster.namespace_labels
         self.plan = plan
         self.options = options
-        self.prefilter = self._prefilter(plan)
+        # NodeAffinity's PreFilterResult exists since v1.24: before, every node is filtered.
+        self.prefilter_nodes = plan.prefilter_nodes if options.since(V1_24) else None
+        self.prefilter = self._prefilter(self.prefilter_nodes)
         self.spread = SpreadFilterState(plan, nodes)
         self.spread_score = SpreadScoreState(plan, nodes)
-        self.interpod = InterPodFilterState(plan, nodes, labels)
+        self.interpod = InterPodFilterState(plan, nodes, labels, options.release)
         self.interpod_score = InterPodScoreState(plan, nodes, labels, options.hard_pod_affinity_weight)
         self._static: dict[str, tuple[Failure, ...]] = {}
         self._static_scores: dict[str, tuple[int, int]] = {}
         self._verdicts: dict[str, _NodeVerdict] = {}
 
     @staticmethod
-    def _prefilter(plan: PodPlan) -> Failure | None:
+    def _prefilter(names: frozenset[str] | None) -> Failure | None:
         """A PreFilter rejection of the pod as a whole (NodeAffinity's conflicting names)."""
-        if plan.prefilter_nodes is not None and not plan.prefilter_nodes:
+        if names is not None and not names:
             return Failure("NodeAffinity", UNRESOLVABLE, (Reason.NODE_AFFINITY_CONFLICT,),
                            ("every required term pins metadata.name, and no name is in all of a term's requirements",))
         return None
