@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from webhook.commands import common, inputs
@@ -29,6 +31,8 @@ from webhook.kube import objects
 if TYPE_CHECKING:
     from webhook.explain.report import Explanation
     from webhook.explain.state import ClusterState
+    from webhook.kube.scheduler.plan import Options
+    from webhook.kube.scheduler.release import Release
     from webhook.policy.policyset import PolicySet
 
 HELP = "simulate the kube-scheduler placing (mutated) workloads and rolling them out; diagnose and suggest fixes"
@@ -53,8 +57,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", metavar="FILE", help="read the cluster once from this kubeconfig's cluster")
     parser.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: the current one)")
     parser.add_argument("--kubernetes-version", type=_version, metavar="MAJOR.MINOR",
-                        help="the cluster's Kubernetes version, for --cluster-state (1.31 and later honour "
-                        "matchLabelKeys in pod affinity, so a stuck rollout can be scoped to one revision)")
+                        help="the cluster's Kubernetes version (a patch may follow: 1.34.1), for --cluster-state "
+                        "(default: the newest release); with --kubeconfig it replaces the API server's own. The "
+                        "scheduler's messages are worded as that release words them, and 1.31 and later honour "
+                        "matchLabelKeys in pod affinity, so a stuck rollout can be scoped to one revision")
     parser.add_argument("--replicas", type=common.whole(0), metavar="N", help="place N replicas instead of the object's count")
     update = parser.add_mutually_exclusive_group()
     update.add_argument("--update", dest="update", action="store_true", default=None,
@@ -69,12 +75,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     common.add_kinds_config(parser)
 
 
-def _version(text: str) -> tuple[int, int]:
-    parts = text.removeprefix("v").split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        raise argparse.ArgumentTypeError(f"not a MAJOR.MINOR version: {text!r}") from None
+def _version(text: str) -> Release:
+    """MAJOR.MINOR, or MAJOR.MINOR.PATCH where a patch release's words differ (1.34.1)."""
+    from webhook.kube.scheduler.release import parse_release
+
+    found = parse_release(text) if re.fullmatch(r"v?\d+\.\d+(\.\d+)?", text) else None
+    if found is None:
+        raise argparse.ArgumentTypeError(f"not a MAJOR.MINOR version: {text!r}")
+    return found
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,9 +93,10 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(loaded, int):
             return loaded
         policies = loaded
-    state = _cluster_state(args)
-    if isinstance(state, int):
-        return state
+    found = _cluster_state(args)
+    if isinstance(found, int):
+        return found
+    state, release = found
     kinds = common.targets(args, "explain")
     if kinds is None:
         return Exit.USAGE
@@ -105,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             console.say(f"{where}: {label}: skipped: not a workload kind explain places")
             continue
         progress.workload(label)
-        explained = _explain(where, obj, target, state, args, errors, progress.step)
+        explained = _explain(where, obj, target, state, args, errors, progress.step, release)
         if explained is not None:
             explanations.append(explained)
     progress.done()
@@ -113,30 +122,63 @@ def run(args: argparse.Namespace) -> int:
         console.say(f"note: cluster state: {note}")
     if not explanations and not errors.count and not errors.usage:
         return inputs.usage("the input holds no workload to explain")
-    _print(explanations, args.output)
+    if release.known:
+        console.say(f"note: the scheduler's messages are worded as Kubernetes {release.version} words them "
+                    f"({release.source})")
+    _print(explanations, args.output, release)
     code = errors.exit_code()
     if code == Exit.OK and not all(e.ok for e in explanations):
         return Exit.FINDINGS
     return code
 
 
-def _cluster_state(args: argparse.Namespace) -> ClusterState | int:
-    """The cluster state from ``--cluster-state`` files or ``--kubeconfig``; an exit code after
-    a usage error (neither or both given, a broken file, an unreachable cluster)."""
+@dataclass(frozen=True)
+class _Version:
+    """The release the scheduler's messages are worded for, and where it was learnt."""
+
+    version: Release | None  # None: not known, the newest release's words
+    source: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.version is not None
+
+    def options(self) -> Options:
+        from webhook.kube.scheduler.plan import Options
+
+        return Options.for_version(self.version)
+
+
+def _cluster_state(args: argparse.Namespace) -> tuple[ClusterState, _Version] | int:
+    """The cluster state from ``--cluster-state`` files or ``--kubeconfig``, and the cluster's
+    version: ``--kubernetes-version``, else the API server's (GET /version, MAJOR.MINOR); an
+    exit code after a usage error (neither or both given, a broken file, an unreachable
+    cluster)."""
     from webhook.cluster.cache import MATCH_LABEL_KEYS_SINCE
     from webhook.explain.state import ClusterState
+    from webhook.kube.scheduler.release import Release
 
+    given = _Version(args.kubernetes_version, "--kubernetes-version") if args.kubernetes_version else _Version(None)
     if bool(args.cluster_state) == bool(args.kubeconfig):
         return inputs.usage("give the cluster as --cluster-state FILE... or --kubeconfig FILE (one of them)")
     if args.kubeconfig:
         read = inputs.read_live(args.kubeconfig, args.context, scheduling=True)
-        return read if isinstance(read, int) else ClusterState.from_objects(
-            read.objects, match_label_keys=read.match_label_keys)
-    found = inputs.read_state_files(args.cluster_state)
-    if isinstance(found, int):
-        return found
-    known = None if args.kubernetes_version is None else args.kubernetes_version >= MATCH_LABEL_KEYS_SINCE
-    return ClusterState.from_objects(found, match_label_keys=known)
+        if isinstance(read, int):
+            return read
+        learnt = read.server_version
+        version = given if given.known or learnt is None else _Version(Release(*learnt), "the API server's version")
+        known = read.match_label_keys if not given.known else _honours_match_label_keys(given, MATCH_LABEL_KEYS_SINCE)
+        return ClusterState.from_objects(read.objects, match_label_keys=known), version
+    files = inputs.read_state_files(args.cluster_state)
+    if isinstance(files, int):
+        return files
+    known = _honours_match_label_keys(given, MATCH_LABEL_KEYS_SINCE) if given.known else None
+    return ClusterState.from_objects(files, match_label_keys=known), given
+
+
+def _honours_match_label_keys(version: _Version, since: tuple[int, int]) -> bool:
+    assert version.version is not None
+    return (version.version.major, version.version.minor) >= since
 
 
 def _admitted(where: str, request: review.Request, policies: PolicySet | None, state: ClusterState,
@@ -161,13 +203,14 @@ def _admitted(where: str, request: review.Request, policies: PolicySet | None, s
 
 
 def _explain(where: str, obj: dict[str, Any], target: Any, state: ClusterState, args: argparse.Namespace,
-             errors: inputs.InputErrors, progress: Callable[[str], None]) -> Explanation | None:
+             errors: inputs.InputErrors, progress: Callable[[str], None], version: _Version) -> Explanation | None:
     from webhook.explain.report import explain
     from webhook.explain.workloads import WorkloadError
 
     try:
         return explain(obj, target, state, namespace=args.namespace or "default", replicas=args.replicas,
-                       update=args.update, suggestions=not args.no_suggestions, progress=progress)
+                       update=args.update, options=version.options(), suggestions=not args.no_suggestions,
+                       progress=progress)
     except (WorkloadError, ValueError) as exc:
         # A spec the API server would refuse (a pod affinity selector it cannot parse, say)
         # is the input's fault: said once for this object, the others still explained.
@@ -197,12 +240,14 @@ class _Progress:
         self.console.done()
 
 
-def _print(explanations: list[Explanation], output: str) -> None:
+def _print(explanations: list[Explanation], output: str, version: _Version) -> None:
     from webhook.commands.mutate import to_yaml
     from webhook.explain.report import render
 
     if output == "text":
         sys.stdout.write("\n".join(render(e) for e in explanations))
         return
-    data = {"workloads": [e.to_dict() for e in explanations]}
+    # The release the messages are worded for (null: the newest release's words).
+    data: dict[str, Any] = {"kubernetesVersion": str(version.version) if version.known else None,
+                            "workloads": [e.to_dict() for e in explanations]}
     sys.stdout.write(to_yaml(data) if output == "yaml" else json.dumps(data, indent=2) + "\n")
