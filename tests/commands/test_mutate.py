@@ -182,12 +182,17 @@ def test_a_scale_subresource_review_says_the_subresource_is_not_mutated(
     assert "not a workload kind" not in err
 
 
-def test_an_object_without_api_version_says_so(tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _write(tmp_path, "d.yaml", DEPLOYMENT.replace("apiVersion: apps/v1\n", ""))
-    code, _, err = _mutate(capsys, policies, "-f", str(path))
-    assert code == 0
-    assert [line for line in err.splitlines() if line.startswith(f"{path}:doc 1: ") and "has no apiVersion" in line], err
-    assert "not a workload kind" not in err
+def test_an_object_without_api_version_is_an_input_error_at_its_line_and_the_others_are_mutated(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # kubectl's validation refuses it too: "error validating data: [apiVersion not set]".
+    versionless = DEPLOYMENT.replace("apiVersion: apps/v1\n", "")
+    path = _write(tmp_path, "d.yaml", f"{DEPLOYMENT}---\n{versionless}")
+    code, out, err = _mutate(capsys, policies, "-f", str(path), "-o", "json")
+    assert code == 1
+    second_doc = DEPLOYMENT.count("\n") + 2
+    assert err.splitlines() == [f"{path}:{second_doc}: doc 2: not a Kubernetes object: apiVersion not set"]
+    assert _node_selector(json.loads(out)) == {"disktype": "ssd"}, "the first document is still mutated"
 
 
 def test_list_objects_are_unpacked(tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]) -> None:

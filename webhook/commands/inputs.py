@@ -4,12 +4,20 @@ run with, the manifests as admission requests, and standard error with a progres
 ``mutate`` and ``explain`` read their input the same way: YAML (multi-document) and JSON
 from files, folders and stdin, ``List`` objects unpacked, AdmissionReviews taken as the API
 server sent them; one bad file is reported and the rest still read.
+
+Nothing to act on is a mistake in the command (exit 2), as kubectl refuses to apply nothing
+("error: no objects passed to apply"): an input, a policy path or a cluster-state file that
+holds no object at all (an empty file, only comments, an empty ``List``, a folder with no
+manifest). A document that is something but not a Kubernetes object (no ``apiVersion`` or
+``kind``, as a docker-compose file) is an error at its ``file:line``, as kubectl's validation
+reports it: an input error (exit 1) among manifests, a broken cluster state (exit 2).
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -21,6 +29,7 @@ from webhook.kube import objects
 
 if TYPE_CHECKING:
     from webhook.cluster.view import ClusterView
+    from webhook.files.documents import Document
     from webhook.policy.policyset import PolicySet
 
 __all__ = ["INPUT_SUFFIXES", "Console", "InputErrors", "cluster_view", "live_view", "load_policies", "requests",
@@ -58,7 +67,11 @@ def load_policies(args: argparse.Namespace, command: str, hint: str = "use --pol
     if missing:
         return usage(f"policy path {missing[0]} does not exist ({hint})")
     try:
-        return loader.load(paths, targets=kinds)
+        return loader.load_with_sources(paths, targets=kinds, each=True).policies
+    except loader.NoPolicies as exc:
+        for problem in exc.problems[:-1]:
+            usage(problem)
+        return usage(f"{exc.problems[-1]} ({hint})")
     except loader.PolicyLoadError as exc:
         for error in exc.errors:
             print(str(error), file=sys.stderr)
@@ -98,17 +111,39 @@ def live_view(kubeconfig: str, context: str | None) -> ClusterView | int:
 
 def read_state_files(paths: list[str]) -> list[Any] | int:
     """The objects of ``--cluster-state`` files (dumps, Lists, multi-document YAML), or exit code
-    2 after a broken file's error. A dump's fields are never named in an error, so JSON is read
-    without a line map (``locate=False``), a hundred times faster."""
+    2 after naming every problem: a file that cannot be read, a document or List item that is
+    not a Kubernetes object (``file:line``), a file with no object in it, and a state with no
+    object in any file (every cluster has Namespaces, so that is no cluster's dump). A file
+    whose only object is an empty List is a dump of a kind the cluster has none of.
+
+    A dump's fields are never named in an error, so JSON is read without a line map
+    (``locate=False``), a hundred times faster."""
     from webhook.files import documents
 
     found: list[Any] = []
+    problems: list[str] = []
+    objects_in_all = 0
     for path in paths:
         try:
-            found.extend(doc.data for doc in documents.load_file(path, locate=False))
+            docs = documents.load_file(path, locate=False)
         except documents.YamlError as exc:
-            return usage(str(exc))
-    return found
+            problems.append(str(exc))
+            continue
+        if not docs:
+            problems.append(f"{path}: holds no Kubernetes object")
+        for index, doc in enumerate(docs, start=1):
+            for label, line, obj in _objects(doc, index):
+                problem = _not_an_object(obj)
+                if problem:
+                    problems.append(f"{path}:{line}: {label}: {problem}")
+                objects_in_all += 1
+            found.append(doc.data)
+    if not problems and not objects_in_all:
+        problems.append(f"the cluster state in {', '.join(paths)} holds no object, and every cluster has at least "
+                        "its Namespaces")
+    for problem in problems:
+        usage(problem)
+    return Exit.USAGE if problems else found
 
 
 def cluster_view(paths: list[str]) -> ClusterView | int:
@@ -185,29 +220,145 @@ class InputErrors:
 
 
 
-def requests(args: argparse.Namespace, errors: InputErrors, console: Console) -> Iterator[tuple[str, review.Request]]:
-    """Every object of every input, as an admission request, with its ``file:doc N``."""
-    for source, docs in _documents(args.files, errors, console):
-        for index, doc in enumerate(docs, start=1):
-            where = f"{source}:doc {index}"
-            try:
-                yield from _doc_requests(doc.data, where, args, errors)
-            except (review.BadReview, ValueError) as exc:
-                errors.report(f"{source}:{doc.line}: doc {index}: {exc}")
+@dataclass(frozen=True)
+class Expected:
+    """What a command acts on, for the error about an input that holds none of it."""
+
+    noun: str  # "Kubernetes object"
+    takes: Callable[[Mapping[str, Any]], bool]
+
+
+def _any_object(obj: Mapping[str, Any]) -> bool:
+    return True
+
+
+OBJECTS = Expected("Kubernetes object", _any_object)
+
+
+def requests(
+    args: argparse.Namespace, errors: InputErrors, console: Console, *, expected: Expected = OBJECTS
+) -> Iterator[tuple[str, review.Request]]:
+    """Every object of every input, as an admission request, with its ``file:doc N``.
+
+    An input (a file, a folder, ``-``) that holds nothing ``expected`` takes, and no error
+    either, is refused once read (exit 2): there is nothing to act on.
+    """
+    named = _expand(args.files, errors)
+    progress = _FileProgress(console, sum(len(files) for _, files in named))
+    for name, files in named:
+        tally = _Tally()
+        for file in files:
+            progress.next()
+            source, docs = _read(file, errors)
+            if docs is None:
+                tally.broken = True
+                continue
+            for index, doc in enumerate(docs, start=1):
+                yield from _doc_requests(doc, source, index, args, errors, expected=expected, tally=tally)
+        if not tally.found and not tally.broken:
+            errors.refuse(_nothing_in(name, files, expected))
+    console.done()
+
+
+@dataclass
+class _Tally:
+    """What one input held: objects the command takes, and whether an error was reported."""
+
+    found: int = 0
+    broken: bool = False
+
+
+class _FileProgress:
+    """``mutating N/M files`` on a terminal, for inputs of more than 20 files."""
+
+    def __init__(self, console: Console, total: int) -> None:
+        self.console = console
+        self.total = total
+        self.done = 0
+        self.shown = console.wants_progress() and total > 20
+
+    def next(self) -> None:
+        self.done += 1
+        if self.shown:
+            self.console.show(f"mutating {self.done}/{self.total} files")
+
+
+def _nothing_in(name: str, files: list[str], expected: Expected) -> str:
+    if not files:
+        return f"error: no manifest files ({', '.join('*' + s for s in INPUT_SUFFIXES)}) under {name}"
+    return f"error: {name}: holds no {expected.noun}"
+
+
+def _read(file: str, errors: InputErrors) -> tuple[str, list[Document] | None]:
+    """The file's name as messages give it and its documents; None after reporting an unreadable file."""
+    from webhook.files import documents as yamlsrc
+
+    source = "<stdin>" if file == "-" else file
+    try:
+        if file == "-":
+            return source, yamlsrc.load_text(sys.stdin.read(), file=source)
+        return source, yamlsrc.load_file(file)
+    except yamlsrc.YamlError as exc:
+        errors.report(str(exc))
+        return source, None
 
 
 def _doc_requests(
-    data: Any, where: str, args: argparse.Namespace, errors: InputErrors
+    doc: Document, source: str, index: int, args: argparse.Namespace, errors: InputErrors, *, expected: Expected,
+    tally: _Tally,
 ) -> Iterator[tuple[str, review.Request]]:
+    """The requests of one document's objects; each bad one reported at its ``file:line``."""
+    for label, line, data in _objects(doc, index):
+        where = f"{source}:{label}"
+        try:
+            problem = _not_an_object(data)
+            if problem:
+                raise ValueError(problem)
+            request = _request(data, where, args, errors)
+        except (review.BadReview, ValueError) as exc:
+            tally.broken = True
+            errors.report(f"{source}:{line}: {label}: {exc}")
+            continue
+        if request is None:  # refused, and said so: still an object the input holds
+            tally.found += expected.takes(data)
+            continue
+        tally.found += expected.takes(request.object or request.old_object or data)
+        yield where, request
+
+
+def _objects(doc: Document, index: int) -> Iterator[tuple[str, int, Any]]:
+    """The objects of a document with their ``doc N[ item I]`` and line: the document itself,
+    or the items of a List, nested Lists unpacked (iteratively: a document may nest deeply)."""
+    stack: list[tuple[str, tuple[str | int, ...], Any]] = [(f"doc {index}", (), doc.data)]
+    while stack:
+        label, path, data = stack.pop()
+        if isinstance(data, dict) and objects.is_list(data):
+            items = [(f"{label} item {i}", (*path, "items", i), item) for i, item in enumerate(data["items"])]
+            stack.extend(reversed(items))
+        else:
+            yield label, doc.line_of(path), data
+
+
+def _not_an_object(data: Any) -> str:
+    """Why ``data`` is not a Kubernetes object ("" when it is), in kubectl's words: its
+    validation (``getObjectKind``, kubectl's validation package) needs both ``apiVersion`` and
+    ``kind`` to know what an object is, and says "apiVersion not set", "kind not set"."""
     if not isinstance(data, dict):
-        raise ValueError(f"expected a Kubernetes object (a mapping), got {type(data).__name__}")
+        return f"expected a Kubernetes object (a mapping), got {type(data).__name__}"
+    problems = []
+    for field in ("apiVersion", "kind"):
+        value = data.get(field)
+        if value is None or value == "":
+            problems.append(f"{field} not set")
+        elif not isinstance(value, str):
+            problems.append(f"{field} isn't string type")
+    return f"not a Kubernetes object: {', '.join(problems)}" if problems else ""
+
+
+def _request(data: dict[str, Any], where: str, args: argparse.Namespace, errors: InputErrors) -> review.Request | None:
+    """The admission request for one object; None when its namespace is refused."""
     if data.get("kind") == "AdmissionReview":
-        yield where, review.parse(data)  # the API server said which namespace: -n has no say
-        return
-    if objects.is_list(data):
-        for i, item in enumerate(data["items"]):
-            yield from _doc_requests(item, f"{where} item {i}", args, errors)
-        return
+        return review.parse(data)  # the API server said which namespace: -n has no say
     own = str(objects.meta(data, "namespace") or "")
     if own and args.namespace and own != args.namespace:
         # kubectl refuses the object rather than move it to another namespace, in its words.
@@ -215,44 +366,23 @@ def _doc_requests(
             f'error: {where}: the namespace from the provided object "{own}" does not match the namespace '
             f'"{args.namespace}". You must pass \'--namespace={own}\' to perform this operation.'
         )
-        return
-    yield where, review.request_for_object(data, operation=args.operation, namespace=args.namespace)
+        return None
+    return review.request_for_object(data, operation=args.operation, namespace=args.namespace)
 
 
-def _documents(paths: Iterable[str], errors: InputErrors, console: Console) -> Iterator[tuple[str, list[Any]]]:
-    from webhook.files import documents as yamlsrc
-
-    files = _expand(paths, errors)
-    show_progress = console.wants_progress() and len(files) > 20
-    for n, path in enumerate(files, start=1):
-        if show_progress:
-            console.show(f"mutating {n}/{len(files)} files")
-        try:
-            if path == "-":
-                yield "<stdin>", yamlsrc.load_text(sys.stdin.read(), file="<stdin>")
-            else:
-                yield path, yamlsrc.load_file(path)
-        except yamlsrc.YamlError as exc:
-            errors.report(str(exc))
-    console.done()
-
-
-def _expand(paths: Iterable[str], errors: InputErrors) -> list[str]:
-    """Files in argument order (``-`` is standard input); folders expand to their manifests.
-
-    A path that does not exist is a mistake in the command, as for ``lint`` and ``test``.
-    """
-    files: list[str] = []
+def _expand(paths: Iterable[str], errors: InputErrors) -> list[tuple[str, list[str]]]:
+    """Each input with its files, in argument order (``-`` is standard input); folders expand
+    to their manifests. A path that does not exist is a mistake in the command, as for
+    ``lint`` and ``test``."""
+    named: list[tuple[str, list[str]]] = []
     for raw in paths:
         if raw == "-":
-            files.append(raw)
-        else:
-            found = walk.find([raw], accept=_is_manifest, on_missing=lambda exc: errors.refuse(f"error: {exc}"))
-            files.extend(str(f) for f in found)
-    return files
+            named.append(("<stdin>", ["-"]))
+            continue
+        found = walk.find_each([raw], accept=_is_manifest, on_missing=lambda exc: errors.refuse(f"error: {exc}"))
+        named.extend((raw, [str(f) for f in files]) for _, files in found)
+    return named
 
 
 def _is_manifest(name: str) -> bool:
     return name.lower().endswith(INPUT_SUFFIXES)
-
-

@@ -2,7 +2,8 @@
 
 Every error at once, as ``file:line: field: message``; then the findings across policies
 (``policy.lint``). Exit 0 when clean, 1 with errors or findings, 2 on usage errors: a path
-that does not exist or holds no policy file (a typo in a CI path must not pass as clean).
+that does not exist, a folder with no policy file, or a path whose files hold no policy at all
+(empty, or only comments: a typo in a CI path must not pass as clean).
 """
 from __future__ import annotations
 
@@ -21,7 +22,12 @@ HELP = "validate policy files"
 DEFAULT_PATH = "./policies"
 
 
+EPILOG = """exit codes: 0 every policy is valid and nothing is found; 1 errors or findings; 2 usage errors
+(a path that does not exist, or that holds no policy: an empty file, a folder without policy files)"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help=f"policy files or folders (default: {DEFAULT_PATH})"
     )
@@ -35,16 +41,15 @@ def run(args: argparse.Namespace) -> int:
         for path in missing:
             common.error("lint", f"{path}: no such file or directory")
         return Exit.USAGE
-    empty = [p for p in paths if not loader.policy_files([p])]
-    if empty:
-        for path in empty:
-            common.error("lint", f"no policy files under {path}")
-        return Exit.USAGE
     targets = common.targets(args, "lint")
     if targets is None:
         return Exit.USAGE
     try:
-        loaded = loader.load_with_sources(paths, targets=targets)
+        loaded = loader.load_with_sources(paths, targets=targets, each=True)
+    except loader.NoPolicies as exc:
+        for problem in exc.problems:
+            common.error("lint", problem)
+        return Exit.USAGE
     except loader.PolicyLoadError as exc:
         return _report(exc.errors, "error")
     problems = sorted(

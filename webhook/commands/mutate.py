@@ -5,10 +5,13 @@ objects, takes AdmissionReviews as the API server would send them, runs every ob
 through ``admission.admit`` -- the very function the server calls -- and prints the
 mutated objects, the patches, a diff or the AdmissionReview answers.
 
-Exit codes: 0 done; 1 some input could not be read or admission failed on an object
-(the rest is still processed and printed); 2 usage errors, including a broken policy set
-(the command cannot say anything meaningful without its policies), a missing input path
-and an object whose namespace is not ``--namespace``'s (those after the rest is printed).
+Exit codes: 0 done; 1 some input could not be read (a document that is not a Kubernetes
+object among them, named by ``file:line``) or admission failed on an object (the rest is still
+processed and printed); 2 usage errors, including a broken or empty policy set (the command
+cannot say anything meaningful without its policies), a broken cluster state, a missing input
+path, an input that holds no object at all (an empty file, an empty List, a folder without
+manifests: nothing to act on, as kubectl's "no objects passed to apply") and an object whose
+namespace is not ``--namespace``'s (those after the rest is printed).
 """
 from __future__ import annotations
 
@@ -46,7 +49,13 @@ def to_yaml(obj: Any) -> str:
     return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
 
 
+EPILOG = """exit codes: 0 done; 1 an input that cannot be read or is not a Kubernetes object (file:line), or
+an object admission failed on; 2 usage errors: a broken or empty policy set or cluster state, a missing input, an input
+holding no object (empty file, empty List, folder without manifests), a namespace other than --namespace's"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     parser.add_argument(
         "-f", "--filename", dest="files", metavar="PATH", action="extend", nargs="+", required=True,
         help="manifest file, folder (recursive: *.yaml *.yml *.json) or - for stdin; repeatable",

@@ -2,7 +2,8 @@
 
 One line per case, a diff per failure, ``N passed, M failed`` alone on the last line of
 standard output; broken suites on standard error as ``file:line: field: message``.
-Exit 0 when every case passes, 1 when one fails, 2 when a suite cannot run.
+Exit 0 when every case passes, 1 when one fails, 2 when a suite cannot run or a path names no
+suite (it does not exist, or is a folder without ``*.suite.yaml`` files).
 """
 from __future__ import annotations
 
@@ -23,7 +24,12 @@ HELP = "run policy test suites (*.suite.yaml)"
 # ---- command line --------------------------------------------------------------------------
 
 
+EPILOG = """exit codes: 0 every case passes; 1 a case fails; 2 usage errors (a path that does not exist or holds no
+*.suite.yaml file, a suite that cannot run)"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     parser.add_argument("paths", nargs="*", metavar="PATH", default=["policies"],
                         help="suite files or folders searched for *.suite.yaml (default: policies)")
     parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
@@ -43,11 +49,13 @@ def run_suites(
     err = err or sys.stderr
     try:
         files = load.discover(paths)
+        empty = [path for path in paths if not load.discover([path])]
     except MissingPath as exc:
         print(f"error: {exc}", file=err)
         return Exit.USAGE
-    if not files:
-        print(f"error: no *.suite.yaml files under {', '.join(paths)}", file=err)
+    if empty:  # each path names something to run, as each of lint's names a policy
+        for path in empty:
+            print(f"error: no *.suite.yaml files under {path}", file=err)
         return Exit.USAGE
     outcome = suite_run.run(files, update=update, on_case=lambda r: print(report.case_line(r), file=out, flush=True))
     for problem in outcome.broken:

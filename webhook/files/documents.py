@@ -50,10 +50,11 @@ _PARSER_LIMIT_PROBLEM = "exceeded maximum nesting depth"
 
 
 class YamlError(ValueError):
-    """A file that is not valid YAML or JSON; ``str()`` is ``file:line: message``."""
+    """A file that is not valid YAML or JSON; ``str()`` is ``file:line: message``, or
+    ``file: message`` for a file that cannot be read at all (``line`` 0: no line is to blame)."""
 
     def __init__(self, file: str, line: int, message: str) -> None:
-        super().__init__(f"{file}:{line}: {message}")
+        super().__init__(f"{file}:{line}: {message}" if line > 0 else f"{file}: {message}")
         self.file = file
         self.line = line
         self.message = message
@@ -407,7 +408,9 @@ def load_file(path: str | Path, *, strict: bool = False, locate: bool = True) ->
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
-        raise YamlError(name, 0, exc.strerror or str(exc)) from None
+        # In the words of a missing path's error (files.walk): "no such file or directory".
+        reason = exc.strerror or str(exc)
+        raise YamlError(name, 0, reason[:1].lower() + reason[1:]) from None
     except UnicodeDecodeError as exc:
         raise YamlError(name, 1, f"not UTF-8 text: {exc.reason}") from None
     if not locate and text.lstrip().startswith(("{", "[")):

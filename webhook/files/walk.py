@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["MissingPath", "find"]
+__all__ = ["MissingPath", "find", "find_each"]
 
 
 class MissingPath(FileNotFoundError):
@@ -30,30 +30,42 @@ def find(
     accept: Callable[[str], bool],
     on_missing: Callable[[MissingPath], None] | None = None,
 ) -> list[Path]:
-    """The files ``paths`` name; in folders, those whose name ``accept`` takes.
+    """The files ``paths`` name; in folders, those whose name ``accept`` takes; each once.
 
     A path that does not exist goes to ``on_missing``, or raises ``MissingPath``.
     """
     files: list[Path] = []
     seen: set[str] = set()
-    for entry in paths:
-        path = Path(entry)
-        if path.is_dir():
-            found = _walk(path, accept)
-        elif path.exists():
-            found = [path]
-        else:
-            missing = MissingPath(path)
-            if on_missing is None:
-                raise missing
-            on_missing(missing)
-            continue
+    for _, found in find_each(paths, accept=accept, on_missing=on_missing):
         for file in found:
             key = os.path.realpath(file)
             if key not in seen:
                 seen.add(key)
                 files.append(file)
     return files
+
+
+def find_each(
+    paths: Iterable[str | Path],
+    *,
+    accept: Callable[[str], bool],
+    on_missing: Callable[[MissingPath], None] | None = None,
+) -> list[tuple[Path, list[Path]]]:
+    """Each path that exists with the files it names (as ``find`` names them), so that a command
+    can tell which of its inputs holds nothing; a file two paths reach is under both."""
+    found: list[tuple[Path, list[Path]]] = []
+    for entry in paths:
+        path = Path(entry)
+        if path.is_dir():
+            found.append((path, _walk(path, accept)))
+        elif path.exists():
+            found.append((path, [path]))
+        else:
+            missing = MissingPath(path)
+            if on_missing is None:
+                raise missing
+            on_missing(missing)
+    return found
 
 
 def _walk(root: Path, accept: Callable[[str], bool]) -> list[Path]:

@@ -6,6 +6,7 @@ broken change never half-loads (the caller keeps the previous good set).
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from webhook.policy.policyset import Policy, PolicySet
 __all__ = [
     "LoadError",
     "Loaded",
+    "NoPolicies",
     "PolicyLoadError",
     "format_path",
     "load",
@@ -42,6 +44,15 @@ class PolicyLoadError(Exception):
     def __init__(self, errors: list[LoadError]) -> None:
         self.errors = sorted(set(errors), key=lambda e: (e.file, e.line, e.field, e.message))
         super().__init__("\n".join(str(e) for e in self.errors))
+
+
+class NoPolicies(Exception):
+    """Paths named on a command line that hold no policy: nothing to act on, a mistake in the
+    command (kubectl refuses the same: "error: no objects passed to apply")."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
 
 
 @dataclass(frozen=True)
@@ -69,20 +80,48 @@ def load(paths: Iterable[str | Path], *, targets: Targets = BUILTIN) -> PolicySe
     return load_with_sources(paths, targets=targets).policies
 
 
-def load_with_sources(paths: Iterable[str | Path], *, targets: Targets = BUILTIN) -> Loaded:
-    """Like :func:`load`, also returning where each policy came from."""
+def load_with_sources(paths: Iterable[str | Path], *, targets: Targets = BUILTIN, each: bool = False) -> Loaded:
+    """Like :func:`load`, also returning where each policy came from.
+
+    ``each``: every path must hold a policy, or :class:`NoPolicies` is raised before anything
+    is validated; a path whose files cannot be read is left to their errors. For commands,
+    whose paths are the user's: the server's policy folder may hold none.
+    """
     docs: list[Document] = []
     errors: list[LoadError] = []
+    held: dict[str, int | None] = {}  # real path of each file read -> policies in it; None: unreadable
 
     def missing(exc: walk.MissingPath) -> None:
-        errors.append(LoadError(str(exc.path), 0, "", "No such file or directory"))
+        errors.append(LoadError(str(exc.path), 0, "", "no such file or directory"))
 
-    for file in walk.find(paths, accept=_is_policy_file, on_missing=missing):
+    found = walk.find_each(paths, accept=_is_policy_file, on_missing=missing)
+    for file in dict.fromkeys(f for _, files in found for f in files):  # each once, in order
+        key = os.path.realpath(file)
+        if key in held:
+            continue
         try:
-            docs.extend(documents.load_file(file, strict=True))
+            read = documents.load_file(file, strict=True)
         except documents.YamlError as exc:
             errors.append(LoadError(exc.file, exc.line, "", exc.message))
+            held[key] = None
+            continue
+        docs.extend(read)
+        held[key] = sum(len(_policy_items(doc)) for doc in read)
+    if each:
+        _require_policies(found, held)
     return _build(docs, targets=targets, errors=errors)
+
+
+def _require_policies(found: list[tuple[Path, list[Path]]], held: dict[str, int | None]) -> None:
+    problems: list[str] = []
+    for path, files in found:
+        counts = [held[os.path.realpath(f)] for f in files]
+        if not files:
+            problems.append(f"no policy files under {path}")
+        elif not any(counts) and None not in counts:
+            problems.append(f"no {POLICY_KIND} in {path}")
+    if problems:
+        raise NoPolicies(problems)
 
 
 def load_documents(docs: Iterable[Document], *, targets: Targets = BUILTIN) -> PolicySet:
