@@ -5,10 +5,13 @@ import copy
 from typing import Any
 
 import jsonpatch
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.kube.scheduler.builders import HOSTNAME, ONE_PER_NODE, deployment, node, nodes, running
 from webhook.explain.simulate import place_all
-from webhook.explain.suggest import suggest
+from webhook.explain.suggest import Rank, dedicated_taint, suggest
 from webhook.explain.workloads import build
 from webhook.kube.kinds import BUILTIN
 from webhook.kube.scheduler import Cluster
@@ -142,3 +145,78 @@ def test_a_required_not_in_expression_is_narrowed_to_let_the_turned_away_nodes_i
     assert found[0].change == ("narrow nodeSelectorTerms[0].matchExpressions[0] (pool NotIn [batch, gpu]) to no longer "
                                "exclude batch")
     assert found[0].patch[0]["value"] == ["gpu"]
+
+
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+def _gpu_node(name: str = "gpu-1") -> Obj:
+    return node(name, {HOSTNAME: name}, capacity={"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "1"}, taints=[GPU_TAINT])
+
+
+def test_a_web_workload_is_told_to_tolerate_the_gpu_taint_last_and_why() -> None:
+    found = suggest(deployment(affinity=ONE_PER_NODE), Cluster.from_objects([*nodes(2), _gpu_node()], running(2, 2)))
+    assert [s.change for s in found] == [
+        "set maxSurge: 0, maxUnavailable: 1 (take one old pod down before each new one)",
+        "add 1 node like n0 (same labels, taints and allocatable)",
+        "tolerate the taint nvidia.com/gpu=present:NoSchedule"]
+    assert [s.why for s in found] == [
+        "changes only how the rollout proceeds, not where the pods may run; one replica fewer serves while each is "
+        "replaced",
+        "the workload stays as it is; the cluster needs 1 more node of a shape it already has",
+        "last resort: the 1 node(s) tainted nvidia.com/gpu are kept for dedicated hardware or duties, which this "
+        "workload does not ask for"]
+
+
+def test_a_workload_that_requests_the_gpu_is_told_to_tolerate_its_taint_as_an_ordinary_change() -> None:
+    obj = deployment(1)
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    found = suggest(obj, Cluster.from_objects([_gpu_node()]), simulate=_fresh, rollout=False)
+    assert [(s.change, s.why) for s in found] == [
+        ("tolerate the taint nvidia.com/gpu=present:NoSchedule",
+         "the workload requests nvidia.com/gpu, which the 1 node(s) tainted nvidia.com/gpu are kept for")]
+
+
+def test_an_ordinary_taint_ranks_with_the_relaxed_requirements_before_nodes_are_added() -> None:
+    spot = {"key": "spot", "value": "true", "effect": "NoSchedule"}
+    cluster = Cluster.from_objects([*nodes(2), node("s0", {HOSTNAME: "s0"}, capacity={"cpu": "4"}, taints=[spot])],
+                                   running(2, 2))
+    found = suggest(deployment(affinity=ONE_PER_NODE), cluster)
+    assert [s.change for s in found][1:] == ["tolerate the taint spot=true:NoSchedule",
+                                             "add 1 node like n0 (same labels, taints and allocatable)"]
+    assert found[1].why == "lets the pods onto the 1 node(s) tainted spot, which keep other pods out today"
+
+
+@pytest.mark.parametrize(("key", "value", "dedicated"), [
+    ("nvidia.com/gpu", "present", True),
+    ("amd.com/gpu", "", True),
+    ("cloud.google.com/gke-accelerator", "nvidia-tesla-t4", True),
+    ("google.com/tpu", "present", True),
+    ("dedicated", "ml", True),
+    ("pool", "dedicated", True),
+    ("node-role.kubernetes.io/control-plane", "", True),
+    ("node-role.kubernetes.io/master", "", True),
+    ("spot", "true", False),
+    ("node.kubernetes.io/disk-pressure", "", False),
+    ("team", "gpuless", False),
+])
+def test_dedicated_hardware_taints_are_told_by_their_key_and_value(key: str, value: str, dedicated: bool) -> None:
+    assert dedicated_taint(key, value) is dedicated
+
+
+TAINTS = [GPU_TAINT, {"key": "spot", "value": "true", "effect": "NoSchedule"},
+          {"key": "dedicated", "value": "db", "effect": "NoSchedule"}, {"key": "zone-b", "value": "", "effect": "NoSchedule"}]
+
+
+def _suggested(order: list[int]) -> list[Any]:
+    extra = [node(f"t{i}", {HOSTNAME: f"t{i}"}, capacity={"cpu": "4", "memory": "8Gi"}, taints=[TAINTS[i]]) for i in order]
+    return suggest(deployment(affinity=ONE_PER_NODE), Cluster.from_objects([*nodes(2), *extra], running(2, 2)))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.permutations(range(4)))
+def test_suggestions_come_in_rank_order_whatever_order_the_tainted_nodes_are_in(order: list[int]) -> None:
+    found = _suggested(order)
+    assert [s.rank for s in found] == sorted(s.rank for s in found) and all(s.why for s in found)
+    assert [s.change for s in found] == [s.change for s in _suggested([0, 1, 2, 3])]
+    assert found[-1].rank == Rank.DEDICATED  # a dedicated pool's taint, the GPU's cut by the limit of five

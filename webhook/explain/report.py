@@ -6,7 +6,8 @@ cluster state is updated (``--update`` is the default for it), anything else is 
 creation, without pods of its own that may already run (the workload is being created, so
 they would not exist). ``Explanation.to_dict`` is the machine form; ``render`` the report a
 person reads: a summary line, each replica, each reason with its node count and the nodes
-and rules behind it, the rollout, the suggestions, then the assumptions made.
+and rules behind it, the rollout, the suggestions (likeliest wanted first, each with why),
+then the assumptions made.
 """
 from __future__ import annotations
 
@@ -208,7 +209,7 @@ def _diagnosis(result: Result) -> dict[str, Any]:
 
 
 def _suggestion(s: Suggestion) -> dict[str, Any]:
-    out: dict[str, Any] = {"change": s.change, "path": s.patch[0]["path"] if s.patch else None,
+    out: dict[str, Any] = {"change": s.change, "why": s.why, "path": s.patch[0]["path"] if s.patch else None,
                            "patch": s.patch, "verified": s.verdict.completes}
     if s.nodes:
         out["addNodes"] = s.nodes
@@ -232,10 +233,11 @@ def render(explanation: Explanation) -> str:
                          f"{e.rollout.max_unavailable}; {len(e.rollout.steps)} step(s), at least "
                          f"{e.rollout.min_available} available")
     if e.suggestions:
-        lines.append("  suggestions (each verified by simulating again with the change):")
+        lines.append("  suggestions (each verified by simulating again with the change), the likeliest wanted first:")
         for s in e.suggestions:
             where = f"  [{s.patch[0]['path']}]" if s.patch else ""
             lines.append(f"  - {s.change}{where}")
+            lines.append(f"    why: {s.why}")
     elif not e.ok:
         lines.append("  no single change found that makes it schedule")
     for note in e.notes:
