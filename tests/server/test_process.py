@@ -154,7 +154,8 @@ async def test_sigterm_turns_readiness_off_closes_idle_connections_and_finishes_
         in_flight = [await _begin(ports.tls, ctx, body) for _ in range(5)]
 
         proc.send_signal(signal.SIGTERM)
-        await asyncio.to_thread(_wait_for, lambda: ports.readyz() == (503, "not ready: shutting down\n"), "readiness off")
+        shutting_down = (503, '{"error":"not ready: shutting down","status":503}')
+        await asyncio.to_thread(_wait_for, lambda: ports.readyz() == shutting_down, "readiness off")
         assert await asyncio.wait_for(idle.read(), 10) == b""  # the idle keep-alive connection is closed
         with pytest.raises(OSError):  # and no new connection is taken
             await asyncio.open_connection("127.0.0.1", ports.tls, ssl=ctx, server_hostname="localhost")

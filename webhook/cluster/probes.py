@@ -1,7 +1,8 @@
 """The plain-HTTP side of a cluster-side command: ``/metrics``, ``/healthz`` and ``/readyz``.
 
 ``label-nodes`` and the other controllers run one each; a readiness check that fails says
-why in the body, as the server's does.
+why, in the JSON error shape every server of the project answers errors in
+(``webhook.server.errors``).
 """
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from webhook.server import errors
+
 __all__ = ["routes", "start"]
 
 
-def routes(*, metrics: Callable[[], bytes], not_ready: Callable[[], list[str]]) -> list[web.RouteDef]:
+def routes(*, metrics: Callable[[], bytes], not_ready: Callable[[], list[str]],
+           warnings: Callable[[], list[str]] = list) -> list[web.RouteDef]:
     """``GET /metrics``, ``/healthz`` and ``/readyz``, for an app of the caller's own (the
-    extender serves them beside its verbs) or for ``start``."""
+    extender serves them beside its verbs) or for ``start``. ``warnings`` are what is wrong
+    without making the process unready: ``/readyz`` says them under its ``ok``."""
 
     async def metrics_handler(_: web.Request) -> web.Response:
         return web.Response(body=metrics(), headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -25,7 +30,9 @@ def routes(*, metrics: Callable[[], bytes], not_ready: Callable[[], list[str]]) 
 
     async def readyz(_: web.Request) -> web.Response:
         problems = not_ready()
-        return web.Response(status=503 if problems else 200, text="; ".join(problems) if problems else "ok")
+        if problems:
+            return errors.error_response(503, "not ready: " + "; ".join(problems))
+        return web.Response(text="\n".join(["ok", *(f"warning: {w}" for w in warnings())]))
 
     return [web.get("/metrics", metrics_handler), web.get("/healthz", healthz), web.get("/readyz", readyz)]
 
@@ -33,9 +40,10 @@ def routes(*, metrics: Callable[[], bytes], not_ready: Callable[[], list[str]]) 
 async def start(host: str, port: int, *, metrics: Callable[[], bytes],
                 not_ready: Callable[[], list[str]]) -> web.AppRunner:
     """Serve the probes on ``host:port`` until the returned runner is cleaned up."""
-    app = web.Application()
+    app = errors.install(web.Application())
     app.add_routes(routes(metrics=metrics, not_ready=not_ready))
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
+    errors.answer_parse_errors_in_json(runner)
     await web.TCPSite(runner, host, port).start()
     return runner

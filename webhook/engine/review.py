@@ -85,6 +85,11 @@ def _decode(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
         review = codec.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
         raise BadReview(f"body is not JSON: {exc}") from exc
+    except RecursionError:
+        # Both decoders recurse per level of nesting and stop at Python's recursion limit (about
+        # 1,000 levels, fewer the deeper the caller's stack). The API server's decoder allows
+        # 10,000 (encoding/json's maxNestingDepth), but no real object nests that deep.
+        raise BadReview("body nests arrays and objects too deeply to be read") from None
     if not isinstance(review, dict):
         raise BadReview(f"AdmissionReview must be a JSON object, got a JSON {_json_type(review)}")
     return review

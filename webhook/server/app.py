@@ -24,7 +24,7 @@ from webhook import codec
 from webhook.cluster.view import ClusterView
 from webhook.engine import admission, review
 from webhook.policy.policyset import PolicySet
-from webhook.server import logs
+from webhook.server import errors, logs
 from webhook.server.config import ServerConfig
 from webhook.server.metrics import CONTENT_TYPE, RESULT_INVALID, Metrics
 from webhook.server.reload import PolicySource, every
@@ -128,7 +128,7 @@ STATE = web.AppKey("state", State)
 
 def make_app(state: State) -> web.Application:
     """The TLS application: ``POST /mutate``, ``GET /healthz``, ``GET /readyz``, and the reloaders."""
-    app = web.Application(client_max_size=MAX_BODY)
+    app = errors.install(web.Application(client_max_size=MAX_BODY))
     app[STATE] = state
     app.add_routes([web.post("/mutate", mutate), web.get("/healthz", healthz), web.get("/readyz", readyz)])
     app.cleanup_ctx.append(reloaders)
@@ -138,7 +138,7 @@ def make_app(state: State) -> web.Application:
 
 def make_metrics_app(state: State) -> web.Application:
     """The plain-HTTP application: ``GET /metrics`` and the probes."""
-    app = web.Application()
+    app = errors.install(web.Application())
     app[STATE] = state
     app.add_routes([web.get("/metrics", metrics), web.get("/healthz", healthz), web.get("/readyz", readyz)])
     return app
@@ -213,6 +213,8 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
         body = await request.read()
     except web.HTTPRequestEntityTooLarge:
         return _reject(state, started, 413, f"body is over the {MAX_BODY}-byte limit")
+    except web.RequestPayloadError as exc:  # a Content-Encoding that does not decode, a chunk cut short
+        return _reject(state, started, 400, f"body could not be read: {errors.payload_problem(exc)}")
     try:
         req = review.parse(body)
     except review.BadReview as exc:
@@ -262,7 +264,7 @@ def _log_fields(request: review.Request, outcome: admission.Outcome, patch: byte
 def _reject(state: State, started: float, status: int, message: str) -> web.Response:
     state.metrics.observe_review(kind="", operation="", result=RESULT_INVALID, seconds=time.perf_counter() - started)
     review_log.warning("review rejected", extra={"fields": {"status": status, "error": message}})
-    return web.json_response({"error": message, "status": status}, status=status)
+    return errors.error_response(status, message)
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -274,7 +276,7 @@ async def readyz(request: web.Request) -> web.Response:
     """Ready: certificate and policies loaded, not shutting down."""
     reasons = request.app[STATE].not_ready()
     if reasons:
-        return web.Response(status=503, text="not ready: " + "; ".join(reasons) + "\n")
+        return errors.error_response(503, "not ready: " + "; ".join(reasons))
     return web.Response(text="ok\n")
 
 
@@ -295,6 +297,8 @@ async def serve(config: ServerConfig, *, on_ready: Callable[[State], None] | Non
     plain = web.AppRunner(make_metrics_app(state), shutdown_timeout=1.0, handle_signals=False, access_log=None)
     await tls.setup()  # runs the reloaders' first load
     await plain.setup()
+    errors.answer_parse_errors_in_json(tls)
+    errors.answer_parse_errors_in_json(plain)
     stop = _stop_on_signals(state)
     try:
         await web.TCPSite(plain, config.host, config.metrics_port).start()
