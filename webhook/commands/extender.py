@@ -1,5 +1,5 @@
 """``placement-webhook extender``: the kube-scheduler extender for spot and on-demand capacity
-(SPEC section 9). ``--print-scheduler-config`` prints the ``extenders:`` stanza to add to the
+(docs/extender.md). ``--print-scheduler-config`` prints the ``extenders:`` stanza to add to the
 ``KubeSchedulerConfiguration``, with ``ignorable: true`` so that an extender that is down never
 blocks scheduling.
 """
@@ -12,6 +12,7 @@ import logging
 import signal
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from webhook.commands import common
 from webhook.exitcodes import Exit
@@ -24,7 +25,9 @@ HTTP_TIMEOUT = "5s"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="the SpotConfig file (docs/extender.md); default: built-in")
-    parser.add_argument("--host", default="0.0.0.0", metavar="ADDR")
+    parser.add_argument("--address", "--host", dest="host", default="127.0.0.1", metavar="ADDR",
+                        help="address to listen on (default: 127.0.0.1, this machine only; the chart passes "
+                        "0.0.0.0, every address of the pod)")
     parser.add_argument("--port", type=common.whole(1), default=8888)
     parser.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (reloaded on change)")
     parser.add_argument("--tls-key", metavar="FILE")
@@ -49,6 +52,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
+def scheduler_url(text: str) -> str:
+    """The extender's base URL as the scheduler's ``urlPrefix`` needs it: ``http`` or ``https``,
+    a host, an optional port, and nothing else (the path is ``--url-prefix``'s). ``ValueError``
+    says what is wrong."""
+    try:
+        parts = urlsplit(text.strip())
+        port = parts.port  # a port that is not a number, or out of range, raises here
+    except ValueError as exc:
+        raise ValueError(f"{text!r} is not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"{text!r} must start with http:// or https://")
+    if not parts.hostname or any(c.isspace() or c in "/\\" for c in parts.hostname):
+        raise ValueError(f"{text!r} does not name a valid host")
+    if port == 0:
+        raise ValueError(f"{text!r} names port 0")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"{text!r} carries a user name: the scheduler authenticates with tlsConfig, not in the URL")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or text.strip().endswith(("?", "#")):
+        raise ValueError(f"{text!r} has more than scheme, host and port: give the path the verbs are served "
+                         "under with --url-prefix")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
 def stanza(url: str, *, filter_verb: str, prioritize_verb: str, weight: int, node_cache_capable: bool,
            prefix: str = "/") -> dict[str, Any]:
     """The ``extenders`` entry of a ``KubeSchedulerConfiguration`` (v1 field names)."""
@@ -68,7 +95,12 @@ def run(args: argparse.Namespace) -> int:
     from webhook.server import logs
 
     if args.print_scheduler_config:
-        entry = stanza(args.print_scheduler_config, filter_verb=args.filter_verb,
+        try:
+            url = scheduler_url(args.print_scheduler_config)
+        except ValueError as exc:
+            common.error("extender", f"--print-scheduler-config: {exc}")
+            return Exit.USAGE
+        entry = stanza(url, filter_verb=args.filter_verb,
                        prioritize_verb=args.prioritize_verb, weight=args.weight,
                        node_cache_capable=args.node_cache_capable, prefix=args.url_prefix)
         print("# Add to the KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1):")
@@ -92,6 +124,7 @@ async def _serve(settings: Any, args: argparse.Namespace) -> int:
 
     from webhook.cluster import config as cluster_config
     from webhook.extender.app import Extender, make_app
+    from webhook.server import errors
 
     cache = client = None
     if not args.no_cluster:
@@ -120,6 +153,7 @@ async def _serve(settings: Any, args: argparse.Namespace) -> int:
                    prioritize_verb=args.prioritize_verb, max_bytes=args.max_request_bytes, not_ready=not_ready)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
+    errors.answer_parse_errors_in_json(runner)
     certs = None
     ssl_context = None
     if args.tls_cert:
