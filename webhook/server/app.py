@@ -2,9 +2,10 @@
 
 Two applications share one ``State``: the TLS app (``/mutate`` and the probes) and the
 plain-HTTP metrics app (``/metrics`` and the probes). The ``/mutate`` handler does transport
-only: it reads the body, maps a bad review to HTTP 400 (the one place errors become HTTP
-statuses) and hands the request to ``admission.admit``, the function the dry-run CLI and the
-policy test suites call too.
+only: it reads the body, maps a bad review to HTTP 400 (the one place a review's errors become
+HTTP statuses) and hands the request to ``admission.admit``, the function the dry-run CLI and
+the policy test suites call too. Every other error answer (a wrong path or method, a request
+the HTTP parser refuses) comes from ``errors``, in the same JSON shape.
 """
 from __future__ import annotations
 
