@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import node
@@ -230,3 +233,27 @@ async def test_a_quiet_cluster_with_open_watches_stays_fresh(cache: ClusterCache
     await until(lambda: all(i.watching for i in cache.informers.values()), what="every watch open")
     await asyncio.sleep(0.5)
     assert cache.fresh(0.2)
+
+
+async def test_a_server_that_goes_away_is_logged_once_per_cause_in_one_line_and_its_return_once(
+        server: FakeApiServer, cache: ClusterCache, until: Until, caplog: pytest.LogCaptureFixture) -> None:
+    nodes = cache.informers[NODES]
+    caplog.set_level(logging.DEBUG)
+    server.go_away("refuse")
+    await until(lambda: all(i.errors >= 3 for i in cache.informers.values()), what="several retries each")
+    server.come_back()
+    server.apply_object(node("back"))
+    await until(lambda: nodes.get("back") is not None, what="the resync")
+    server.go_away("unavailable")
+    await until(lambda: nodes.errors >= 6, what="503s")
+
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    refused = f"cannot reach the API server at {server.url}: connection refused"
+    assert warnings.count(refused) == 1  # not once per retry, nor once per informer
+    assert nodes.last_error.startswith("ApiError: 503")
+    # A 503 may concern one resource: each informer says it, once.
+    assert sorted(w.split(":")[0] for w in warnings if "503" in w) == \
+        ["informer namespaces", "informer nodes", "informer priorityclasses"]
+    assert [r.getMessage() for r in caplog.records if "again" in r.getMessage()] == \
+        [f"reached the API server at {server.url} again"]
+    assert not [r for r in caplog.records if "SSLContext" in r.getMessage() or "Cannot connect" in r.getMessage()]

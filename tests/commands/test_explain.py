@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -382,21 +383,40 @@ def test_a_live_cluster_is_read_once_and_explained_like_a_dump(tmp_path: Path,
     assert any("matchLabelKeys" in s["change"] for s in work["suggestions"])
 
 
-def test_an_unreachable_cluster_is_an_error_line_not_a_traceback(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from webhook.commands import inputs
-
-    monkeypatch.setattr(inputs, "LIVE_VIEW_TIMEOUT", 1.0)
+def _kubeconfig_for(tmp_path: Path, server: str, token: str = "t") -> Path:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
+        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": token}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return kubeconfig
+
+
+def test_an_unreachable_cluster_is_one_error_line_at_once_and_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.kit.envtest import free_port
+
+    server = f"https://127.0.0.1:{free_port()}"  # a closed port
     manifest = write(tmp_path / "w.yaml", deployment(replicas=1))
-    code, _, err = explain(capsys, "-f", manifest, "--no-policies", "--kubeconfig", str(kubeconfig))
-    assert code == 1 and "could not read the cluster at" in err and "Traceback" not in err
+    began = time.monotonic()
+    code, out, err = explain(capsys, "-f", manifest, "--no-policies", "--kubeconfig", str(_kubeconfig_for(tmp_path, server)))
+    assert time.monotonic() - began < 0.5  # at once, not after the 30 s the read may take
+    assert code == 2 and out == ""
+    assert err == f"error: cannot reach the API server at {server}: connection refused\n"
+
+
+def test_credentials_the_server_refuses_are_one_error_line_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.kit.fakeapi import FakeApiServer
+
+    manifest = write(tmp_path / "w.yaml", deployment(replicas=1))
+    with FakeApiServer.in_thread("1.31.0", tls=True, token="s3cret") as api:
+        kubeconfig = _kubeconfig_for(tmp_path, api.url, token="expired")
+        code, _, err = explain(capsys, "-f", manifest, "--no-policies", "--kubeconfig", str(kubeconfig))
+    assert code == 2
+    assert err == (f"error: the API server at {api.url} did not accept the credentials (401 Unauthorized): "
+                   "you must be logged in to the server\n")
 
 
 def test_replicas_given_on_the_command_line_are_the_ones_an_update_rolls_out(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.kit.fakeapi import FakeApiServer
 from tests.labeler.conftest import node, pod
@@ -127,3 +128,36 @@ def test_with_leader_election_one_replica_writes_and_another_takes_over_when_it_
         for process in replicas:
             process.wait(timeout=10)
     assert _holder(api) == "", "the leader released the lease on SIGTERM"
+
+
+def test_once_against_a_closed_port_is_one_error_line_at_once_naming_the_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.kit.envtest import free_port
+
+    server = f"http://127.0.0.1:{free_port()}"  # a closed port
+    kubeconfig = _kubeconfig_for(tmp_path, server)
+    began = time.monotonic()
+    code, _, err = run(capsys, "--once", "--kubeconfig", str(kubeconfig))
+    assert time.monotonic() - began < 0.5  # not the 60 s --sync-timeout
+    assert code == 2
+    assert f"error: cannot reach the API server at {server}: connection refused\n" in err
+    assert "SSLContext" not in err and "within 60 s" not in err
+
+
+def test_a_view_that_does_not_sync_in_time_names_the_server_and_the_last_cause(
+        api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    api.fail_next("GET", r"^/api/v1/pods$", 500, times=10_000, message="etcd is sick")
+    code, _, err = run(capsys, "--once", "--sync-timeout", "0.3", "--kubeconfig", str(tmp_path / "kubeconfig"))
+    assert code == 1
+    assert (f"error: could not list the cluster's nodes and pods within 0.3 s: at {api.url}: "
+            "pods: ApiError: 500 InternalError: etcd is sick\n") in err
+
+
+def _kubeconfig_for(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return path

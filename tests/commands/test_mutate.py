@@ -486,3 +486,28 @@ def test_mutate_with_an_unreadable_kubeconfig_is_a_usage_error(
     manifest = _write(tmp_path, "d.yaml", DEPLOYMENT)
     code, _, err = _mutate(capsys, policies, "-f", str(manifest), "--kubeconfig", str(tmp_path / "nope"))
     assert code == 2 and "kubeconfig file not found" in err
+
+
+def _kubeconfig_for(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return path
+
+
+def test_a_refused_connection_is_a_one_line_usage_error_at_once_naming_the_server(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.kit.envtest import free_port
+
+    server = f"https://127.0.0.1:{free_port()}"  # a closed port
+    kubeconfig = _kubeconfig_for(tmp_path, server)
+    manifest = _write(tmp_path, "d.yaml", DEPLOYMENT)
+    began = time.monotonic()
+    code, out, err = _mutate(capsys, policies, "-f", str(manifest), "--kubeconfig", str(kubeconfig))
+    assert time.monotonic() - began < 0.5  # at once, not after the 30 s the read may take
+    assert code == 2 and out == ""
+    assert err == f"error: cannot reach the API server at {server}: connection refused\n"

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import pod
@@ -48,3 +50,23 @@ def test_the_eviction_version_comes_from_discovery(version: str, expected: str) 
                 await client.close()
 
     assert asyncio.run(ask()) == expected
+
+
+def test_a_dry_run_against_a_closed_port_is_one_error_line_at_once_naming_the_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.kit.envtest import free_port
+
+    server = f"http://127.0.0.1:{free_port()}"  # a closed port
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    began = time.monotonic()
+    code = cli.main(["spot-controller", "--dry-run", "--kubeconfig", str(kubeconfig)])
+    err = capsys.readouterr().err
+    assert time.monotonic() - began < 0.5  # not the 60 s --sync-timeout
+    assert code == 2
+    assert f"error: cannot reach the API server at {server}: connection refused\n" in err
+    assert "SSLContext" not in err and "within 60 s" not in err

@@ -25,6 +25,7 @@ from .informer import (
     Object,
     Projected,
     Projection,
+    server_wide_failure,
 )
 from .view import NodeSet
 
@@ -144,7 +145,9 @@ class ClusterCache:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - unknown until it answers
-                log.warning("cluster: cannot read the server version: %s", exc)
+                # Unreachable, no credentials, 401: the client logged it once already.
+                level = logging.DEBUG if server_wide_failure(exc) else logging.WARNING
+                log.log(level, "cluster: cannot read the server version: %s", exc)
             await asyncio.sleep(backoff.next())
 
     # -- health --

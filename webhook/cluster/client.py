@@ -6,10 +6,19 @@ does: Status bodies become ``ApiError`` (``errors.FromObject``), 410 / reason Ex
 ``Expired`` (``apierrors.IsResourceExpired || IsGone``, the reflector's ``isExpiredError``),
 LIST pages follow ``metadata.continue`` (``tools/pager``), WATCH is read as newline-delimited
 JSON events (``watch.StreamWatcher`` over the JSON framer).
+
+A failure is said in one line naming the API server and the cause in kubectl's words
+(``describe``: "cannot reach the API server at https://10.0.0.1:6443: connection refused"), never
+aiohttp's ``ssl:<ssl.SSLContext object at 0x...>``. ``final`` tells a one-shot command which
+causes waiting cannot cure (refused, no such host, TLS verification, credentials, 401, 403), so
+that it stops at once, as kubectl does. A long-running client keeps retrying; it logs each
+distinct cause once, not every retry, and says when the API server answers again.
 """
 from __future__ import annotations
 
+import logging
 import re
+import socket
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -19,6 +28,9 @@ import aiohttp
 from webhook import codec
 
 from .config import ClusterConfig
+from .credentials import CredentialError
+
+log = logging.getLogger(__name__)
 
 USER_AGENT = "placement-webhook/cluster"
 PAGE_SIZE = 500  # tools/pager defaultPageSize
@@ -59,16 +71,20 @@ class Client:
 
     ``request_timeout`` bounds every non-watch request; watches are bounded by the server's
     ``timeoutSeconds`` plus ``watch_grace`` of silence, so a connection that dies without a
-    reset (a partition) cannot leave an informer waiting forever.
+    reset (a partition) cannot leave an informer waiting forever. ``log_failures``: log each
+    distinct failure of the API server as a whole once (a one-shot command that reports the
+    failure itself passes False).
     """
 
     def __init__(self, config: ClusterConfig, *, session: aiohttp.ClientSession | None = None,
-                 request_timeout: float = 30.0, watch_grace: float = 30.0) -> None:
+                 request_timeout: float = 30.0, watch_grace: float = 30.0, log_failures: bool = True) -> None:
         self.config = config
+        self.log_failures = log_failures
         self.request_timeout = request_timeout
         self.watch_grace = watch_grace
         self._session = session
         self._own_session = session is None
+        self.last_failure = ""  # the cause last logged; "" while the API server answers
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -83,12 +99,37 @@ class Client:
             await self._session.close()
         self._session = None
 
-    def _headers(self) -> dict[str, str]:
+    async def _headers(self) -> tuple[dict[str, str], str | None]:
+        """The request headers and the token they carry (renewed first when it expired)."""
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-        token = self.config.token()
+        source = self.config.credentials
+        try:
+            token = await source.current() if source is not None else self.config.token()
+        except CredentialError as exc:
+            self._failed(exc)
+            raise
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        return headers
+        return headers, token
+
+    async def _answered(self, status: int, token: str | None) -> None:
+        """Note an HTTP answer: a 401 renews the credentials it was sent with (client-go's exec
+        roundTripper), and logs once; any other answer means the API server is reachable."""
+        if status == 401:
+            if self.config.credentials is not None:
+                await self.config.credentials.rejected(token)
+            self._failed(ApiError(401, "Unauthorized"))
+        elif self.last_failure:
+            log.log(logging.INFO if self.log_failures else logging.DEBUG, "reached the API server at %s again",
+                    self.config.host)
+            self.last_failure = ""
+
+    def _failed(self, exc: BaseException) -> None:
+        """Log a server-wide failure once per distinct cause (not every retry)."""
+        line = describe(exc, self.config.host)
+        if line != self.last_failure:
+            self.last_failure = line
+            log.log(logging.WARNING if self.log_failures else logging.DEBUG, line)
 
     def _ssl(self) -> ssl.SSLContext | bool:
         return self.config.ssl_context if self.config.ssl_context is not None else False
@@ -102,17 +143,22 @@ class Client:
         """One request with an optional JSON body; the decoded object answered, or ``ApiError``
         (a Status body's code, reason and message: 409 Conflict, 429 TooManyRequests, ...)."""
         timeout = aiohttp.ClientTimeout(total=self.request_timeout)
-        headers = self._headers()
+        headers, token = await self._headers()
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
             data = codec.dumps(body)
-        async with self.session.request(method, self.config.host + path, params=dict(params or {}), data=data,
-                                        headers=headers, timeout=timeout, ssl=self._ssl(),
-                                        server_hostname=self.config.server_hostname) as resp:
-            raw = await resp.read()
-            if resp.status >= 300:
-                raise _error(resp.status, raw)
+        try:
+            async with self.session.request(method, self.config.host + path, params=dict(params or {}), data=data,
+                                            headers=headers, timeout=timeout, ssl=self._ssl(),
+                                            server_hostname=self.config.server_hostname) as resp:
+                raw = await resp.read()
+        except (aiohttp.ClientConnectionError, TimeoutError, OSError) as exc:
+            self._failed(exc)
+            raise
+        await self._answered(resp.status, token)
+        if resp.status >= 300:
+            raise _error(resp.status, raw)
         value = codec.loads(raw) if raw else {}
         if not isinstance(value, dict):
             raise ApiError(resp.status, "", f"{method} {path}: expected a JSON object")
@@ -170,9 +216,16 @@ class Client:
             params["allowWatchBookmarks"] = "true"
         timeout = aiohttp.ClientTimeout(total=None, connect=self.request_timeout,
                                         sock_read=timeout_seconds + self.watch_grace)
-        async with self.session.get(self.config.host + path, params=params, headers=self._headers(),
-                                    timeout=timeout, ssl=self._ssl(),
-                                    server_hostname=self.config.server_hostname) as resp:
+        headers, token = await self._headers()
+        try:
+            opened = await self.session.get(self.config.host + path, params=params, headers=headers,
+                                            timeout=timeout, ssl=self._ssl(),
+                                            server_hostname=self.config.server_hostname)
+        except (aiohttp.ClientConnectionError, TimeoutError, OSError) as exc:
+            self._failed(exc)
+            raise
+        async with opened as resp:
+            await self._answered(resp.status, token)
             if resp.status >= 300:
                 raise _error(resp.status, await resp.read())
             if on_open is not None:
@@ -205,6 +258,72 @@ class Client:
         return major, minor
 
 
+# ---- failures in one line ----
+
+def transport_cause(exc: BaseException) -> str | None:
+    """What went wrong before any HTTP answer, in kubectl's words (``connection refused``, ``no
+    such host``); None when ``exc`` is not such a failure."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        error = exc.certificate_error
+        return f"TLS certificate verification failed: {getattr(error, 'verify_message', '') or error}"
+    if isinstance(exc, aiohttp.ClientConnectorSSLError):
+        return f"TLS handshake failed: {getattr(exc.os_error, 'reason', '') or exc.os_error}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        os_error = exc.os_error
+        if isinstance(exc, aiohttp.ClientConnectorDNSError) or isinstance(os_error, socket.gaierror):
+            return f"no such host {exc.host} ({os_error.strerror or os_error})"
+        if isinstance(os_error, ConnectionRefusedError):
+            return "connection refused"
+        return _os_words(os_error)
+    if isinstance(exc, (aiohttp.ServerTimeoutError, TimeoutError)):
+        return "no answer in time (timeout)"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection without an answer"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return "the answer was cut off"
+    if isinstance(exc, (aiohttp.ClientConnectionError, OSError)):
+        return _os_words(exc) if isinstance(exc, OSError) else (str(exc) or type(exc).__name__)
+    return None
+
+
+def _os_words(error: OSError) -> str:
+    text = error.strerror or str(error) or type(error).__name__
+    return text[:1].lower() + text[1:]
+
+
+def describe(exc: BaseException, host: str) -> str:
+    """``exc`` as one line naming the API server and the cause."""
+    cause = transport_cause(exc)
+    if cause is not None:
+        return f"cannot reach the API server at {host}: {cause}"
+    if isinstance(exc, CredentialError):
+        return f"cannot get credentials for the API server at {host}: {_one_line(str(exc))}"
+    if isinstance(exc, ApiError):
+        if exc.status == 401:  # kubectl: "You must be logged in to the server (Unauthorized)"
+            return (f"the API server at {host} did not accept the credentials (401 Unauthorized): "
+                    "you must be logged in to the server")
+        said = f"{exc.status} {exc.reason}".strip()
+        return f"the API server at {host} answered {said}" + (f": {_one_line(exc.message)}" if exc.message else "")
+    return f"the API server at {host}: {_one_line(f'{type(exc).__name__}: {exc}')}"
+
+
+def final(exc: BaseException | None) -> bool:
+    """Whether waiting cannot cure ``exc`` within one command's run: the address refuses or does
+    not exist, TLS verification fails, no credentials, or the API server says 401, 403 or 404.
+    Timeouts, resets, 429 and 5xx answers may pass and are retried."""
+    if isinstance(exc, ApiError):
+        return exc.status in (401, 403, 404)
+    if isinstance(exc, (CredentialError, aiohttp.ClientConnectorCertificateError, aiohttp.ClientConnectorSSLError,
+                        aiohttp.ClientConnectorDNSError)):
+        return True
+    return isinstance(exc, aiohttp.ClientConnectorError) and isinstance(
+        exc.os_error, (ConnectionRefusedError, socket.gaierror))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _leading_int(value: Any) -> int | None:
     found = re.match(r"\d+", str(value or ""))
     return int(found.group(0)) if found else None
@@ -229,4 +348,4 @@ def _event(line: bytes) -> tuple[str, dict[str, Any]]:
     return kind, obj
 
 
-__all__ = ["ApiError", "Client", "Expired", "error_from_status"]
+__all__ = ["ApiError", "Client", "Expired", "describe", "error_from_status", "final", "transport_cause"]

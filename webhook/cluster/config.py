@@ -2,9 +2,12 @@
 
 ``load`` mirrors client-go's ``clientcmd`` / ``rest.InClusterConfig`` choice: an explicit
 kubeconfig (or ``$KUBECONFIG``) wins; without one, the in-cluster service account is used.
-Kubeconfig parsing is the official client's (``kubernetes.config.kube_config.KubeConfigLoader``
-through ``load_kube_config``); this module only turns the resulting ``Configuration`` into what
-aiohttp needs: a base URL, an ``ssl.SSLContext`` and a bearer-token getter.
+Kubeconfig parsing is the official client's (``kubernetes.config.kube_config.KubeConfigLoader``);
+this module turns the resulting ``Configuration`` into what aiohttp needs: a base URL, an
+``ssl.SSLContext`` and a bearer-token getter. Users whose token expires and must be obtained
+again (an ``exec`` plugin, the ``oidc`` auth-provider) are read here and handed to
+``credentials``, which renews them as client-go does; the official loader would run the plugin
+once and never again.
 """
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from . import credentials as creds
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REFRESH = 60.0  # transport.NewCachedFileTokenSource re-reads the file about every minute
@@ -38,6 +44,8 @@ class ClusterConfig:
     token: TokenGetter = field(default=_no_token)  # the bearer token now (None: no token)
     server_hostname: str | None = None  # kubeconfig tls-server-name (SNI and verification)
     source: str = ""  # the kubeconfig path or "in-cluster", for messages
+    # Credentials renewed near expiry and after a 401 (exec plugin, oidc); ``token`` reads them too.
+    credentials: creds.Credentials | None = None
 
 
 class FileTokenSource:
@@ -114,18 +122,34 @@ def in_pod() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (SERVICE_ACCOUNT / "token").is_file()
 
 
-def from_kubeconfig(path: str, context: str | None = None) -> ClusterConfig:
-    """Read ``path`` with the official client's KubeConfigLoader and build an SSL context."""
+def from_kubeconfig(path: str, context: str | None = None, *, clock: creds.Clock = time.time) -> ClusterConfig:
+    """Read ``path`` with the official client's KubeConfigLoader and build an SSL context.
+
+    A user with a ``token`` or ``tokenFile`` sends it (client-go prefers a bearer token to an exec
+    plugin: the exec authenticator's UpdateTransportConfig steps aside when one is set). Otherwise
+    an ``exec`` plugin is run here, once, so that a missing command or a broken answer is a usage
+    error at start, and again whenever its credential expires or gets a 401; an ``oidc``
+    auth-provider's id-token is refreshed likewise. ``clock`` (seconds since the epoch) decides
+    expiry: tests pass a fake one.
+    """
     from kubernetes import client as kclient
-    from kubernetes import config as kconfig
+    from kubernetes.config import ConfigException
+    from kubernetes.config import kube_config
 
     if not Path(path).is_file():
         raise ConfigError(f"{path}: kubeconfig file not found")
     cfg = kclient.Configuration()
     try:
-        kconfig.load_kube_config(config_file=path, context=context, client_configuration=cfg,
-                                 persist_config=False)
-    except (kconfig.ConfigException, ValueError, KeyError, OSError) as exc:
+        merged = kube_config.KubeConfigMerger(path)
+        if merged.config is None:
+            raise ConfigError(f"{path}: invalid kubeconfig: no configuration found")
+        loader = kube_config.KubeConfigLoader(config_dict=merged.config, active_context=context,
+                                              config_base_path=None)
+        refreshing = _take_renewable_auth(merged.config, loader.current_context, path)
+        loader.load_and_set(cfg)
+    except creds.CredentialConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    except (ConfigException, ValueError, KeyError, OSError) as exc:
         raise ConfigError(f"{path}: invalid kubeconfig: {exc}") from exc
     host = str(cfg.host or "").rstrip("/")
     if not host.startswith(("http://", "https://")):
@@ -136,15 +160,84 @@ def from_kubeconfig(path: str, context: str | None = None) -> ClusterConfig:
             ctx = _ssl_context(cfg.ssl_ca_cert, cfg.verify_ssl, cfg.cert_file, cfg.key_file)
         except (OSError, ssl.SSLError) as exc:
             raise ConfigError(f"{path}: cannot load the TLS material: {exc}") from exc
+    server_hostname = getattr(cfg, "tls_server_name", None) or None
+    if refreshing is not None:
+        renewing = _renewing(refreshing, path=path, ssl_context=ctx, clock=clock)
+        return ClusterConfig(host, ctx, renewing, server_hostname, path, renewing)
     # Configuration keeps the bearer token as api_key["BearerToken"] = "Bearer <token>"
-    # (KubeConfigLoader._set_config); exec/OIDC refreshes are not run here, they would block.
+    # (KubeConfigLoader._set_config).
     bearer = (cfg.api_key or {}).get("BearerToken") or (cfg.api_key or {}).get("authorization") or ""
     token = bearer[len("Bearer "):] if bearer.startswith("Bearer ") else bearer or None
 
     def static_token() -> str | None:
         return token
 
-    return ClusterConfig(host, ctx, static_token, getattr(cfg, "tls_server_name", None) or None, path)
+    return ClusterConfig(host, ctx, static_token, server_hostname, path)
+
+
+@dataclass(frozen=True)
+class _Renewable:
+    """The active user's exec or oidc stanza, taken out of the kubeconfig before the official
+    loader sees it, with what building its credentials needs."""
+
+    user: str
+    stanza: dict[str, Any]  # the exec stanza, or the auth-provider's config
+    kind: str  # "exec" or "oidc"
+    cluster: dict[str, Any]
+    base: Path  # the folder of the file that defined the user
+
+
+# A user with any of these authenticates with them; an exec plugin is then not run
+# (the exec authenticator's UpdateTransportConfig: HasTokenAuth, HasBasicAuth, HasCertAuth).
+_STATIC_AUTH = ("token", "tokenFile", "username", "client-certificate", "client-certificate-data")
+
+
+def _take_renewable_auth(config: Any, current: Any, path: str) -> _Renewable | None:
+    """Remove the active user's ``exec`` (or ``oidc`` auth-provider) from the merged kubeconfig
+    and return it, unless the user also has a token, a password or a client certificate, which
+    then wins."""
+    names = (current or {}).get("context") or {}
+    user_name, cluster_name = names.get("user"), names.get("cluster")
+    if not user_name or not config.safe_get("users"):
+        return None
+    entry = config["users"].get_with_name(user_name, safe=True)
+    user = entry.safe_get("user") if entry is not None else None
+    if not isinstance(user, dict) or any(user.get(k) for k in _STATIC_AUTH):
+        return None
+    provider = user.get("auth-provider")
+    kind = "exec" if user.get("exec") else "oidc" if isinstance(provider, dict) and provider.get("name") == "oidc" \
+        else ""
+    if not kind:
+        return None
+    cluster_entry = config["clusters"].get_with_name(cluster_name, safe=True) if cluster_name else None
+    cluster = cluster_entry.safe_get("cluster") if cluster_entry is not None else None
+    base = Path(entry.path or path).resolve().parent
+    if kind == "exec":
+        stanza = user.pop("exec")
+    else:
+        stanza = dict(user.pop("auth-provider").get("config") or {})
+    if not isinstance(stanza, dict):
+        raise creds.CredentialConfigError(f"user {user_name!r}: {kind} must be a mapping")
+    return _Renewable(str(user_name), stanza, kind, dict(cluster or {}), base)
+
+
+def _renewing(found: _Renewable, *, path: str, ssl_context: ssl.SSLContext | None,
+              clock: creds.Clock) -> creds.Credentials:
+    try:
+        if found.kind == "oidc":
+            oidc = creds.OidcConfig.parse(found.stanza, kubeconfig=Path(path), user=found.user)
+            return creds.OidcCredentials(oidc, str(found.stanza.get("id-token") or ""),
+                                         str(found.stanza.get("refresh-token") or ""), clock=clock)
+        exec_config = creds.ExecConfig.parse(found.stanza, user=found.user, base=found.base,
+                                             cluster=creds.exec_cluster(found.cluster, base=found.base))
+    except creds.CredentialConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    source = creds.ExecCredentials(exec_config, clock=clock, ssl_context=ssl_context)
+    try:
+        source.obtain_now()
+    except creds.CredentialError as exc:
+        raise ConfigError(f"{path}: user {found.user!r}: getting credentials: {exc}") from exc
+    return source
 
 
 def in_cluster(root: Path = SERVICE_ACCOUNT, environ: dict[str, str] | None = None) -> ClusterConfig:

@@ -2,6 +2,12 @@
 components run: SIGTERM and SIGINT stop it, ``/metrics``, ``/healthz`` and ``/readyz`` are served
 while it runs, it waits for its cluster view's first lists, and with leader election it works
 only while it holds the Lease and exits when it loses it, so that its restart starts clean.
+
+Following the cluster, it waits for the first lists however long the API server stays away (the
+client logs each distinct cause once; every 30 s a line says what is still missing, naming the
+server and the last cause). A one-shot pass (``--once``, ``--dry-run``) waits at most its sync
+timeout, and stops at once when waiting cannot help (``client.final``: a refused connection, an
+unknown host, a failed TLS verification, no credentials, 401, 403), as kubectl does.
 """
 from __future__ import annotations
 
@@ -16,15 +22,17 @@ from typing import Any
 from webhook.cluster import config as cluster_config
 from webhook.cluster import probes
 from webhook.cluster.cache import ClusterCache
-from webhook.cluster.client import Client
+from webhook.cluster.client import Client, describe, final
 from webhook.cluster.leader import LeaderElectionConfig, LeaderElector, default_identity
+from webhook.exitcodes import Exit
 
-__all__ = ["Election", "first", "follow"]
+__all__ = ["Election", "first", "first_lists", "follow", "not_synced"]
 
 log = logging.getLogger(__name__)
 
 # The controller's loop: it runs until the event is set.
 Work = Callable[[asyncio.Event], Awaitable[None]]
+POLL = 0.05  # how often a one-shot pass looks for a failure that waiting cannot cure
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,35 @@ async def first(*events: asyncio.Event, timeout: float | None = None) -> None:
                 await task
 
 
+def not_synced(cache: ClusterCache) -> str:
+    """Why the view is not synced, in one line naming the API server: the one cause every
+    unsynced informer shares, else each informer's last error."""
+    host = cache.client.config.host
+    failing = {name: informer.last_error for name, informer in cache.informers.items() if not informer.synced}
+    causes = set(failing.values())
+    if causes == {""} or not causes:
+        return f"no answer from the API server at {host} yet"
+    if len(causes) == 1 and host in next(iter(causes)):
+        return next(iter(causes))
+    return f"at {host}: " + "; ".join(f"{name}: {error or 'not listed yet'}" for name, error in failing.items())
+
+
+async def first_lists(cache: ClusterCache, *, timeout: float, what: str = "nodes and pods") -> tuple[str, int] | None:
+    """Wait for the first lists of a one-shot pass: None once every informer listed, else the
+    one-line error and the exit code: at once and 2 (a usage error: the kubeconfig, the network or
+    RBAC must change) when waiting cannot help, at ``timeout`` and 1 otherwise."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await cache.wait_synced(max(0.0, min(POLL, deadline - loop.time()))):
+        for informer in cache.informers.values():
+            if not informer.synced and final(informer.last_exception):
+                assert informer.last_exception is not None
+                return describe(informer.last_exception, cache.client.config.host), Exit.USAGE
+        if loop.time() >= deadline:
+            return f"could not list the cluster's {what} within {timeout:g} s: {not_synced(cache)}", Exit.FINDINGS
+    return None
+
+
 async def follow(work: Work, cache: ClusterCache, client: Client, *, component: str, leader: Any,
                  metrics: Callable[[], bytes], metrics_host: str = "0.0.0.0", metrics_port: int = 0,
                  election: Election | None = None) -> int:
@@ -68,7 +105,7 @@ async def follow(work: Work, cache: ClusterCache, client: Client, *, component: 
         runner = await probes.start(metrics_host, metrics_port, metrics=metrics, not_ready=not_ready)
     try:
         while not stop.is_set() and not await cache.wait_synced(30.0):  # the informers retry for ever
-            log.warning("waiting for the cluster view", extra={"fields": {
+            log.warning(f"waiting for the cluster view: {not_synced(cache)}", extra={"fields": {
                 name: s["last_error"] for name, s in cache.status().items() if not s["synced"]}})
         if election is None:
             leader.set(1)

@@ -31,7 +31,8 @@ from typing import Any
 
 import aiohttp
 
-from .client import PAGE_SIZE, Client, Expired
+from .client import PAGE_SIZE, ApiError, Client, Expired, describe, transport_cause
+from .credentials import CredentialError
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,12 @@ class Backoff:
 
 class _ShortWatch(Exception):
     """The watch ended at once with no event (watchHandler's "very short watch")."""
+
+
+def server_wide_failure(exc: BaseException) -> bool:
+    """No answer, no credentials, or 401: the same for every request, logged by the client."""
+    return (transport_cause(exc) is not None or isinstance(exc, CredentialError)
+            or (isinstance(exc, ApiError) and exc.status == 401))
 
 
 def object_key(obj: Object) -> str:
@@ -184,10 +191,16 @@ class Informer:
             await asyncio.sleep(backoff.next())
 
     def _failed(self, exc: BaseException) -> None:
+        """Count and keep the failure; log it once per distinct cause, not on every retry. A
+        cause that concerns the API server as a whole (unreachable, no credentials, 401) is in
+        the client's own log line once for all informers, and is kept here in the same words."""
         self.errors += 1
-        self.last_error = f"{type(exc).__name__}: {exc}"
+        server_wide = server_wide_failure(exc)
+        text = describe(exc, self.client.config.host) if server_wide else f"{type(exc).__name__}: {exc}"
+        repeated = text == self.last_error
+        self.last_error = text
         self.last_exception = exc
-        log.warning("informer %s: %s", self.name, self.last_error)
+        log.log(logging.DEBUG if server_wide or repeated else logging.WARNING, "informer %s: %s", self.name, text)
 
     async def _list(self, resource_version: str) -> None:
         fresh: dict[str, Projected] = {}

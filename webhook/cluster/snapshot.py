@@ -23,8 +23,9 @@ typical Deployment's pod from about 5 KiB to about 1.4 KiB. Snapshot objects are
 
 The answer is a ``Snapshot`` or, when the cluster cannot be read, a one-line message naming the
 API server and each failing request's last error: at ``timeout`` at the latest, and at once
-when the API server refuses a request for good (401, 403, 404: a one-shot read does not wait
-for RBAC to change, as ``kubectl get`` does not).
+when waiting cannot help (``client.final``: a refused connection, an unknown host, a failed TLS
+verification, no credentials, or 401, 403, 404 answers: a one-shot read does not wait for the
+network or RBAC to change, as ``kubectl get`` does not). Such a message is a ``Refused``.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from urllib.parse import urlencode
 import msgspec
 
 from .cache import NAMESPACES, NODES, PRIORITY_CLASSES, ClusterCache
-from .client import ApiError, Client
+from .client import ApiError, Client, describe, final, transport_cause
 from .config import ClusterConfig
 from .informer import (
     REFLECTOR_BACKOFF,
@@ -48,9 +49,10 @@ from .informer import (
     Object,
     Projected,
     Projection,
+    server_wide_failure,
 )
 
-__all__ = ["SharedValues", "Snapshot", "project_pdb", "project_pod", "project_workload", "read_once"]
+__all__ = ["Refused", "SharedValues", "Snapshot", "project_pdb", "project_pod", "project_workload", "read_once"]
 
 PODS, PDBS = "pods", "poddisruptionbudgets"
 DEPLOYMENTS, REPLICASETS, STATEFULSETS, DAEMONSETS = "deployments", "replicasets", "statefulsets", "daemonsets"
@@ -66,9 +68,14 @@ POD_PATH = "/api/v1/pods?" + urlencode({"fieldSelector": SCHEDULER_POD_SELECTOR}
 REQUEST_GRACE = 1.0
 # How often the wait for the first lists looks for a request the API server refused for good.
 POLL = 0.05
-# Answers that retrying will not change within a one-shot read: bad credentials, RBAC, a
-# resource (or /version) the server does not serve. Everything else is retried until ``timeout``.
-FINAL_STATUSES = frozenset({401, 403, 404})
+# Failures that retrying will not change within a one-shot read (``client.final``): the address
+# refuses or does not exist, TLS verification fails, bad credentials, RBAC, a resource (or
+# /version) the server does not serve. Everything else is retried until ``timeout``.
+
+
+class Refused(str):
+    """The message of a read that stopped at once because waiting could not help: the kubeconfig,
+    the network or RBAC must change first (a usage error for a command)."""
 
 
 @dataclass(frozen=True)
@@ -252,7 +259,11 @@ def _more_resources(pdb_api: str | None) -> dict[str, _Resource]:
 
 
 class _Refused(Exception):
-    """The API server refused a request for good (see FINAL_STATUSES)."""
+    """A request failed for good (``client.final``); ``cause`` is its failure."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 def _one_line(text: str) -> str:
@@ -260,11 +271,12 @@ def _one_line(text: str) -> str:
 
 
 def _describe(exc: BaseException) -> str:
-    return _one_line(f"{type(exc).__name__}: {exc}")
+    cause = transport_cause(exc)  # the host is named once, at the start of the message
+    return cause if cause is not None else _one_line(f"{type(exc).__name__}: {exc}")
 
 
 def _refused(exc: BaseException | None) -> bool:
-    return isinstance(exc, ApiError) and exc.status in FINAL_STATUSES
+    return final(exc)
 
 
 @dataclass
@@ -287,8 +299,9 @@ class _Reading:
             stamps[name] = (resource.api_version, resource.kind)
         await cache.start()
         while not await cache.wait_synced(min(POLL, self.remaining())):
-            if any(_refused(i.last_exception) for i in cache.informers.values()):
-                raise _Refused()
+            for informer in cache.informers.values():
+                if informer.last_exception is not None and _refused(informer.last_exception):
+                    raise _Refused(informer.last_exception)
         return Snapshot(_stamped(cache.informers, stamps), version, cache.supports_match_label_keys())
 
     async def _discover(self, client: Client) -> tuple[tuple[int, int], str | None]:
@@ -311,7 +324,7 @@ class _Reading:
             except Exception as exc:  # any failure: retried until the deadline, reported then
                 self.errors = {self.step: _describe(exc)}
                 if _refused(exc):
-                    raise _Refused() from exc
+                    raise _Refused(exc) from exc
             await asyncio.sleep(min(backoff.next(), self.remaining()))
 
     def remaining(self) -> float:
@@ -364,16 +377,19 @@ def _stamped(informers: Mapping[str, Informer], stamps: Mapping[str, tuple[str, 
 
 async def read_once(where: ClusterConfig, *, timeout: float = 30.0, scheduling: bool = True) -> Snapshot | str:
     """Read the cluster once through the watch-backed cache. A ``str`` is a one-line error
-    message naming the host and each failing request's last error; nothing waits past
-    ``timeout`` seconds. ``scheduling=False`` reads only what admission's cluster view holds
+    message naming the host and each failing request's last error (a ``Refused`` when it
+    stopped at once, see ``client.final``); nothing waits past ``timeout`` seconds. ``scheduling=False`` reads only what admission's cluster view holds
     (Nodes, Namespaces, PriorityClasses), as ``mutate --kubeconfig`` needs."""
-    client = Client(where, request_timeout=timeout + REQUEST_GRACE)
+    # Quiet: the answer says what failed, a log line would say it twice.
+    client = Client(where, request_timeout=timeout + REQUEST_GRACE, log_failures=False)
     reading = _Reading(asyncio.get_running_loop().time() + timeout, scheduling)
     try:
         async with asyncio.timeout_at(reading.deadline):
             return await reading.run(client)
-    except _Refused:
-        return f"could not read the cluster at {where.host} ({reading.failures(refused_only=True)})"
+    except _Refused as refused:
+        if server_wide_failure(refused.cause):  # the same for every request: the server, the cause
+            return Refused(describe(refused.cause, where.host))
+        return Refused(f"could not read the cluster at {where.host} ({reading.failures(refused_only=True)})")
     except TimeoutError:
         return f"could not read the cluster at {where.host} within {timeout:g} s ({reading.failures()})"
     finally:

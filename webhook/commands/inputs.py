@@ -83,8 +83,10 @@ LIVE_VIEW_TIMEOUT = 30.0  # seconds to list the cluster's nodes, namespaces and 
 
 def read_live(kubeconfig: str, context: str | None, *, scheduling: bool) -> Any:
     """The cluster read once (``cluster.snapshot.read_once``; ``scheduling``: pods, PDBs and
-    workloads too), or an exit code after the error: 2 for a broken kubeconfig, 1 for a
-    cluster that cannot be read."""
+    workloads too), or an exit code after a one-line error: 2 for a broken kubeconfig and for an
+    API server that cannot be reached or refuses the request (refused connection, unknown host,
+    failed TLS verification, no credentials, 401, 403: reported at once, as kubectl does), 1 for
+    a cluster that answered but could not be read within ``LIVE_VIEW_TIMEOUT``."""
     import asyncio
 
     from webhook.cluster import config, snapshot
@@ -94,6 +96,8 @@ def read_live(kubeconfig: str, context: str | None, *, scheduling: bool) -> Any:
     except config.ConfigError as exc:
         return usage(str(exc))
     read = asyncio.run(snapshot.read_once(where, timeout=LIVE_VIEW_TIMEOUT, scheduling=scheduling))
+    if isinstance(read, snapshot.Refused):
+        return usage(read)
     if isinstance(read, str):
         print(f"error: {read}", file=sys.stderr)
         return Exit.FINDINGS

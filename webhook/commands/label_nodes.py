@@ -90,11 +90,12 @@ async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
 
 
 async def _one_pass(labeler: Labeler, cache: Any, args: argparse.Namespace, out: TextIO) -> int:
-    if not await cache.wait_synced(args.sync_timeout):
-        failing = "; ".join(f"{n}: {s['last_error']}" for n, s in cache.status().items() if s["last_error"])
-        print(f"error: could not list the cluster's nodes and pods within {args.sync_timeout:g} s"
-              f" ({failing or 'no answer'})", file=sys.stderr)
-        return Exit.FINDINGS
+    from webhook.cluster.controllers import first_lists
+
+    failed = await first_lists(cache, timeout=args.sync_timeout)
+    if failed is not None:
+        print(f"error: {failed[0]}", file=sys.stderr)
+        return failed[1]
     report, computed, changes = await labeler.run_pass()
     if args.dry_run:
         out.write(table(labeler.nodes(), computed, changes))

@@ -77,10 +77,12 @@ async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
     await cache.start()
     try:
         if args.dry_run:
-            if not await cache.wait_synced(args.sync_timeout):
-                print(f"error: could not list the cluster's nodes and pods within {args.sync_timeout:g} s",
-                      file=sys.stderr)
-                return Exit.FINDINGS
+            from webhook.cluster.controllers import first_lists
+
+            failed = await first_lists(cache, timeout=args.sync_timeout)
+            if failed is not None:
+                print(f"error: {failed[0]}", file=sys.stderr)
+                return failed[1]
             print("\n".join(plan(controller)))
             return Exit.OK
         return await common.follow(controller.run, controller.metrics, cache, client, args,

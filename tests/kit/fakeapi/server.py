@@ -200,6 +200,13 @@ class FakeApiServer(Controls):
         else:
             asyncio.run_coroutine_threadsafe(self._serve(sock), self._loop).result(30)
 
+    def accept_only(self, token: str | None) -> None:
+        """From now on only ``token`` is a valid bearer token (None: any request is served): a
+        credential that expired or was rotated is answered 401 Unauthorized, as the API server's
+        authenticators answer a token they no longer accept."""
+        self.token = token
+        self.app.token = token
+
     def fail_next(self, method: str, path_regex: str, status: int, times: int = 1, retry_after: int | None = None,
                   message: str = "") -> None:
         """The next ``times`` requests matching method (or "*") and path answer a Status ``status``."""
