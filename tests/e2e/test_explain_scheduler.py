@@ -12,9 +12,16 @@ the outcome the scenario's reasoning gives, so a failure says which side disagre
 replicas must be the same ones, and where the answer is unique the nodes (or zones) too.
 
 Isolation: Nodes are cluster-scoped and the scheduler sees every test's, so each scenario's
-Nodes carry ``SCENARIO_LABEL: <unique id>``, its pods select that label, and the dump holds its
-Nodes only. The real scheduler's message counts every Node of the cluster, so messages are
-compared by the reasons they name (in words every release since v1.19 uses), not by counts.
+Nodes carry ``SCENARIO_LABEL: <unique id>`` and its pods select that label. The real
+scheduler's message counts every Node of the cluster, so the dump holds every Node (as
+``kubectl get nodes`` does) and the scenario namespace's Pods.
+
+Messages: explain runs with the API server's version, learnt from it (``--kubeconfig``, GET
+/version) and given (``--kubernetes-version`` with the dump), and each Pending replica's
+message must be the real scheduler's, word for word and count for count. The reasons each
+scenario expects are written out per release below (``WORDS``: v1.20.2's from its plugins'
+source), and both sides must name exactly those, besides the node affinity reason of Nodes
+outside the scenario.
 
 Determinism: a pod is created only once the one before it is settled, and each scenario is built
 so that its outcome does not depend on the scores (which feasible node a replica gets) and a
@@ -31,6 +38,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -72,6 +80,47 @@ PROBE_SETTLE = 120.0
 TAINT = {"key": "e2e.novasphere.dev/dedicated", "value": "special", "effect": "NoSchedule"}
 TOLERATION = {"key": "e2e.novasphere.dev/dedicated", "operator": "Equal", "value": "special", "effect": "NoSchedule"}
 CORDON_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
+Version = tuple[int, int]
+NEWEST: Version = (1, 1 << 30)  # no version known: the newest release's words
+
+# Each reason a scenario expects, in the exact words of each release from the one given on:
+# v1.20.2's plugins (taint_toleration.go, node_affinity.go, interpodaffinity/filtering.go, ...)
+# and the releases that reworded them since (kubernetes#97521 in v1.21, #102518 in v1.22,
+# #109119 in v1.25, #134740 in v1.35 and v1.34.2, a 1.34 without its patch read as its newest).
+WORDS: dict[str, tuple[tuple[Version, tuple[str, ...]], ...]] = {
+    "anti-affinity": (((1, 0), ("node(s) didn't match pod affinity/anti-affinity",
+                                "node(s) didn't match pod anti-affinity rules")),
+                      ((1, 22), ("node(s) didn't match pod anti-affinity rules",))),
+    "existing anti-affinity": (((1, 0), ("node(s) didn't match pod affinity/anti-affinity",
+                                         "node(s) didn't satisfy existing pods anti-affinity rules")),
+                               ((1, 22), ("node(s) didn't satisfy existing pods anti-affinity rules",))),
+    "taint": (((1, 0), ("node(s) had taint {e2e.novasphere.dev/dedicated: special}, that the pod didn't tolerate",)),
+              ((1, 25), ("node(s) had untolerated taint {e2e.novasphere.dev/dedicated: special}",)),
+              ((1, 34), ("node(s) had untolerated taint(s)",))),
+    "node affinity": (((1, 0), ("node(s) didn't match Pod's node affinity",)),
+                      ((1, 21), ("node(s) didn't match Pod's node affinity/selector",))),
+    "cpu": (((1, 0), ("Insufficient cpu",)),),
+    "spread": (((1, 0), ("node(s) didn't match pod topology spread constraints",)),),
+    "cordon": (((1, 0), ("node(s) were unschedulable",)),),
+}
+PREEMPTION_PART_SINCE: Version = (1, 24)  # kubernetes#107775: "... preemption: ..." ends the message
+
+
+def words(reason: str, version: Version) -> tuple[str, ...]:
+    """The exact reason strings ``reason`` stands for in ``version``'s messages."""
+    return next(said for since, said in reversed(WORDS[reason]) if version >= since)
+
+
+def histogram(message: str) -> dict[str, int]:
+    """A FitError message's "<count> <reason>" entries (before any "preemption: ..." part).
+    Reasons may hold ", " themselves (v1.20's taint reason does), never ", <digit>"."""
+    head = message.split(": ", 1)[1] if ": " in message else ""
+    head = head.split(". preemption: ", 1)[0].removesuffix(".")
+    found: dict[str, int] = {}
+    for entry in re.split(r", (?=\d+ )", head) if head else ():
+        count, _, reason = entry.partition(" ")
+        found[reason] = int(count) if count.isdigit() else -1
+    return found
 
 
 # --- the scenarios --------------------------------------------------------------------------------
@@ -173,8 +222,8 @@ class Bound:
 class Step:
     """One workload: its kind, name (also its pods' ``app`` label) and replicas; what the
     reasoning says: how many place (the first ones: every scenario only ever fills up), the
-    scenario's nodes (or zones) they take when that is unique, and the reasons a Pending
-    replica's message names on both sides."""
+    scenario's nodes (or zones) they take when that is unique, and the reasons (``WORDS``) a
+    Pending replica's message names on both sides, and no others."""
 
     kind: str
     name: str
@@ -237,7 +286,8 @@ SCENARIOS = (
         "replica places (the other node fails the selector); with it the one replica goes there.",
         nodes=(NodeSpec("t1", taints=(TAINT,)), NodeSpec("t2")),
         steps=(
-            Step("Pod", "plain", 2, placed=0, spec=lambda n: pod_spec(n, host="t1"), nodes=(), reasons=("taint",)),
+            Step("Pod", "plain", 2, placed=0, spec=lambda n: pod_spec(n, host="t1"), nodes=(),
+                 reasons=("taint", "node affinity")),
             Step("Pod", "tolerant", 1, placed=1, spec=lambda n: pod_spec(n, host="t1", tolerations=(TOLERATION,)),
                  nodes=("t1",)),
         ),
@@ -249,7 +299,7 @@ SCENARIOS = (
         nodes=(NodeSpec("n1", cpu="2"),),
         bound=(Bound("existing", "n1", cpu="400m"),),
         steps=(Step("ReplicaSet", "batch", 3, placed=2, spec=lambda n: pod_spec(n, cpu="800m"),
-                    nodes=("n1", "n1"), reasons=("Insufficient cpu",)),),
+                    nodes=("n1", "n1"), reasons=("cpu",)),),
     ),
     Scenario(
         "spread",
@@ -259,7 +309,7 @@ SCENARIOS = (
         "replicas 3 and 4 stay Pending: zone-a by the skew, zone-b by CPU.",
         nodes=(NodeSpec("a1", zone="zone-a"), NodeSpec("a2", zone="zone-a"), NodeSpec("b1", zone="zone-b", cpu="1")),
         steps=(Step("Deployment", "spread", 5, placed=3, spec=lambda n: pod_spec(n, cpu="800m", spread="spread"),
-                    zones={"zone-a": 2, "zone-b": 1}, reasons=("topology spread constraints", "Insufficient cpu")),),
+                    zones={"zone-a": 2, "zone-b": 1}, reasons=("spread", "cpu")),),
     ),
     Scenario(
         "guard",
@@ -270,7 +320,7 @@ SCENARIOS = (
         nodes=(NodeSpec("a1", zone="zone-a"), NodeSpec("a2", zone="zone-a"), NodeSpec("b1", zone="zone-b")),
         bound=(Bound("guard", "b1", anti="spread"),),
         steps=(Step("Deployment", "spread", 3, placed=1, spec=lambda n: pod_spec(n, spread="spread"),
-                    zones={"zone-a": 1}, reasons=("topology spread constraints", "existing pods anti-affinity")),),
+                    zones={"zone-a": 1}, reasons=("spread", "existing anti-affinity")),),
     ),
     Scenario(
         "cordon",
@@ -280,7 +330,7 @@ SCENARIOS = (
         nodes=(NodeSpec("c1", cordoned=True), NodeSpec("c2")),
         steps=(
             Step("Pod", "ha", 2, placed=1, spec=lambda n: pod_spec(n, anti="ha"), nodes=("c2",),
-                 reasons=("were unschedulable", "anti-affinity")),
+                 reasons=("cordon", "anti-affinity")),
             Step("Pod", "maint", 1, placed=1, spec=lambda n: pod_spec(n, host="c1", tolerations=(CORDON_TOLERATION,)),
                  nodes=("c1",)),
         ),
@@ -309,8 +359,9 @@ class Outcome:
         return "; ".join(rows)
 
 
-def problems(step: Step, got: Outcome, zones: Mapping[str, str]) -> list[str]:
-    """How ``got`` differs from what the reasoning says of ``step`` (empty: it does not)."""
+def problems(step: Step, got: Outcome, zones: Mapping[str, str], version: Version = NEWEST) -> list[str]:
+    """How ``got`` differs from what the reasoning says of ``step`` in ``version``'s words
+    (empty: it does not)."""
     out: list[str] = []
     if len(got.nodes) != step.replicas:
         out.append(f"{len(got.nodes)} replica(s), expected {step.replicas}")
@@ -325,29 +376,50 @@ def problems(step: Step, got: Outcome, zones: Mapping[str, str]) -> list[str]:
         by_zone = dict(Counter(zones.get(node, f"(not a scenario node: {node})") for node in taken))
         if by_zone != dict(step.zones):
             out.append(f"replicas per zone {by_zone}, expected {dict(step.zones)}")
+    expected = {said for reason in step.reasons for said in words(reason, version)}
+    elsewhere = set(words("node affinity", version))  # Nodes outside the scenario
     for index in sorted(got.pending):
         message = got.messages.get(index, "")
-        missing = [reason for reason in step.reasons if reason not in message]
-        if missing:
-            out.append(f"replica {index}'s message names no {missing}: {message!r}")
+        named = set(histogram(message))
+        if expected - named:
+            out.append(f"replica {index}'s message names no {sorted(expected - named)}: {message!r}")
+        if named - expected - elsewhere:
+            out.append(f"replica {index}'s message names {sorted(named - expected - elsewhere)} too: {message!r}")
+        if ("preemption: " in message) != (version >= PREEMPTION_PART_SINCE):
+            out.append(f"replica {index}'s message {'lacks' if version >= PREEMPTION_PART_SINCE else 'has'} "
+                       f"a preemption part: {message!r}")
     return out
 
 
-def verdict(step: Step, scenario: Scenario, real: Outcome, predicted: Outcome) -> list[str]:
-    """Both sides against the reasoning and against each other, each line naming its side."""
-    lines = [f"kube-scheduler: {p}" for p in problems(step, real, scenario.zones())]
-    lines += [f"explain: {p}" for p in problems(step, predicted, scenario.zones())]
-    if real.pending != predicted.pending:
-        lines.append(f"Pending replicas differ: kube-scheduler {sorted(real.pending)}, explain {sorted(predicted.pending)}")
+def verdict(step: Step, scenario: Scenario, real: Outcome, predicted: Mapping[str, Outcome],
+            version: Version = NEWEST) -> list[str]:
+    """Both sides against the reasoning and against each other, each line naming its side
+    (``predicted``: explain's outcome per way it was run); a Pending replica's message must be
+    the real one exactly."""
+    lines = [f"kube-scheduler: {p}" for p in problems(step, real, scenario.zones(), version)]
+    for how, outcome in predicted.items():
+        lines += [f"explain {how}: {p}" for p in problems(step, outcome, scenario.zones(), version)]
+        if real.pending != outcome.pending:
+            lines.append(f"Pending replicas differ: kube-scheduler {sorted(real.pending)}, explain {how} "
+                         f"{sorted(outcome.pending)}")
+        for index in sorted(real.pending & outcome.pending):
+            if real.messages.get(index) != outcome.messages.get(index):
+                lines.append(f"replica {index}'s messages differ:\n  kube-scheduler:  {real.messages.get(index)!r}\n"
+                             f"  explain {how}: {outcome.messages.get(index)!r}")
     return lines
 
 
-def explain_cli(step: Step, names: Names, state: Path, workdir: Path) -> Outcome:
-    """``placement-webhook explain`` on the workload and the dump, as a user runs it."""
+def explain_cli(step: Step, names: Names, state: Path, workdir: Path, *, version: Version | None = None,
+                kubeconfig: Path | None = None) -> Outcome:
+    """``placement-webhook explain`` on the workload and the dump (``version``: given with
+    --kubernetes-version), or on the live cluster (``kubeconfig``), as a user runs it."""
     workload = workdir / f"{names.scenario}-{step.name}.yaml"
     workload.write_text(yaml.safe_dump(step.workload(names), sort_keys=False))
-    argv = [sys.executable, "-m", "webhook", "explain", "-f", str(workload), "--no-policies",
-            "--cluster-state", str(state), "--no-suggestions", "-o", "json"]
+    cluster = ["--kubeconfig", str(kubeconfig)] if kubeconfig is not None else ["--cluster-state", str(state)]
+    argv = [sys.executable, "-m", "webhook", "explain", "-f", str(workload), "--no-policies", *cluster,
+            "--no-suggestions", "-o", "json"]
+    if version is not None:
+        argv += ["--kubernetes-version", f"{version[0]}.{version[1]}"]
     if step.cli_replicas is not None:
         argv += ["--replicas", str(step.cli_replicas)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_WEBHOOK_")}
@@ -364,16 +436,18 @@ def explain_cli(step: Step, names: Names, state: Path, workdir: Path) -> Outcome
     return outcome
 
 
-def explain_in_process(step: Step, names: Names, objects: list[dict[str, Any]]) -> Outcome:
+def explain_in_process(step: Step, names: Names, objects: list[dict[str, Any]],
+                       version: Version | None = None) -> Outcome:
     from webhook.explain.report import explain
     from webhook.explain.state import ClusterState
     from webhook.kube.kinds import BUILTIN
+    from webhook.kube.scheduler import Options
 
     obj = step.workload(names)
     target = BUILTIN.for_object(obj)
     assert target is not None
     found = explain(obj, target, ClusterState.from_objects(objects), namespace=names.namespace,
-                    replicas=step.cli_replicas, suggestions=False)
+                    replicas=step.cli_replicas, options=Options.for_version(version), suggestions=False)
     return Outcome(tuple(names.suffix(row.node) for row in found.rows),
                    {row.index: row.message for row in found.rows if row.node is None})
 
@@ -416,6 +490,9 @@ class Live:
         namespace = cluster.create_namespace(labels={ANNOTATION_SKIP: "true", SCENARIO_LABEL: scenario_id})
         self.names = Names(scenario_id, str(namespace))
         self.nodes: list[str] = []
+        self.control_plane = scheduler.control_plane
+        major, minor = self.control_plane.server_version()
+        self.version: Version = (major, minor)  # GET /version, as explain learns it
 
     def set_up(self) -> None:
         for spec in self.scenario.nodes:
@@ -480,10 +557,10 @@ class Live:
         return seen
 
     def dump(self, path: Path) -> Path:
-        """The cluster state as ``kubectl get nodes,pods,namespaces,priorityclasses -o yaml`` gives it,
-        restricted to the scenario: its Nodes, its namespace's Pods, its Namespace."""
-        nodes = _json(self.core.list_node(label_selector=f"{SCENARIO_LABEL}={self.names.scenario}",
-                                          _preload_content=False))
+        """The cluster state as ``kubectl get nodes,pods,namespaces,priorityclasses -o yaml`` gives it:
+        every Node (the scheduler's message counts them all), the scenario namespace's Pods and
+        the Namespace."""
+        nodes = _json(self.core.list_node(_preload_content=False))
         classes = _json(self.scheduling.list_priority_class(_preload_content=False))
         namespace = _json(self.core.read_namespace(self.names.namespace, _preload_content=False))
         items = [*_items(nodes, "v1", "Node"), *self._pods(),
@@ -500,6 +577,10 @@ class Live:
         final = [self._read(pod["metadata"]["name"]) for pod in pods]
         return Outcome(tuple(self.names.suffix(_node_of(pod)) for pod in final),
                        {i: _unschedulable(pod) or "" for i, pod in enumerate(final) if _node_of(pod) is None})
+
+    def kubeconfig(self, path: Path) -> Path:
+        """The admin kubeconfig, for explain to read the live cluster and its version."""
+        return self.control_plane.write_kubeconfig(path)
 
     def tear_down(self) -> None:
         """Pods first (force: no kubelet confirms anything), then the cluster-scoped Nodes. The
@@ -529,51 +610,104 @@ def live(request: pytest.FixtureRequest, scheduler: Scheduler, cluster: Any) -> 
 @pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.parametrize("live", SCENARIOS, ids=[s.id for s in SCENARIOS], indirect=True)
-def test_explain_predicts_what_the_real_scheduler_does(live: Live, tmp_path: Path) -> None:
+def test_explain_predicts_what_the_real_scheduler_does_in_its_words(live: Live, tmp_path: Path) -> None:
+    """Before each step's pods exist, explain runs twice in the server's version: on the live
+    cluster, learning the version from it, and on a dump given the version; then the real
+    scheduler places the pods. Placements and every Pending replica's message must agree."""
     scenario = live.scenario
+    kubeconfig = live.kubeconfig(tmp_path / "kubeconfig")
     for number, step in enumerate(scenario.steps):
         state = live.dump(tmp_path / f"state-{number}.yaml")
-        predicted = explain_cli(step, live.names, state, tmp_path)
+        predicted = {"--kubeconfig": explain_cli(step, live.names, state, tmp_path, kubeconfig=kubeconfig),
+                     "--cluster-state": explain_cli(step, live.names, state, tmp_path, version=live.version)}
         real = live.schedule(step)
-        lines = verdict(step, scenario, real, predicted)
-        assert not lines, "\n".join([f"scenario {scenario.id}, {step.kind} {step.name}: {scenario.why}", *lines,
-                                     f"kube-scheduler: {real}", f"explain: {predicted}"])
+        lines = verdict(step, scenario, real, predicted, live.version)
+        assert not lines, "\n".join([f"scenario {scenario.id}, {step.kind} {step.name} (Kubernetes "
+                                     f"{live.version[0]}.{live.version[1]}): {scenario.why}", *lines,
+                                     f"kube-scheduler: {real}", *(f"explain {how}: {o}" for how, o in predicted.items())])
 
 
 # --- offline: the same scenarios, explain alone; the helpers -----------------------------------------
 
 
+VERSIONS = [(1, 20), (1, 22), (1, 25), (1, 34), None]
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=lambda v: "newest" if v is None else f"v{v[0]}.{v[1]}")
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
-def test_offline_explain_gives_each_scenario_its_reasoned_outcome(scenario: Scenario, tmp_path: Path) -> None:
+def test_offline_explain_gives_each_scenario_its_reasoned_outcome_in_each_releases_words(
+        scenario: Scenario, version: Version | None, tmp_path: Path) -> None:
     """What the live test expects of explain, through the same command and dump form, with the
     cluster as the scenario builds it: each step's pods join it, bound where explain put them
-    (as the scheduler binds them) or Pending."""
+    (as the scheduler binds them) or Pending; the messages in ``version``'s words."""
     names = Names(f"{scenario.id}-offline", "e2e-offline")
     objects: list[dict[str, Any]] = [spec.obj(names) for spec in scenario.nodes]
     objects += [pod.obj(names) for pod in scenario.bound]
     for number, step in enumerate(scenario.steps):
         state = write_list(tmp_path / f"state-{number}.yaml", objects)
-        got = explain_cli(step, names, state, tmp_path)
-        assert not problems(step, got, scenario.zones()), f"{scenario.why}\nexplain: {got}"
-        assert got == explain_in_process(step, names, objects)
+        got = explain_cli(step, names, state, tmp_path, version=version)
+        assert not problems(step, got, scenario.zones(), version or NEWEST), f"{scenario.why}\nexplain: {got}"
+        assert got == explain_in_process(step, names, objects, version)
         for pod, node in zip(step.pods(names), got.nodes, strict=True):
             if node is not None:
                 pod["spec"]["nodeName"] = names.node(node)
             objects.append(pod)
 
 
+V1_20_ANTI = ("0/4 nodes are available: 1 node(s) didn't match Pod's node affinity, 3 node(s) didn't match pod "
+              "affinity/anti-affinity, 3 node(s) didn't match pod anti-affinity rules.")
+
+
 def test_offline_problems_name_what_differs() -> None:
     step = SCENARIOS[0].steps[0]  # web: 5 replicas, 3 placed on n1 n2 n3, anti-affinity
-    right = Outcome(("n1", "n2", "n3", None, None), {3: "3 node(s) didn't match pod anti-affinity rules",
-                                                     4: "3 node(s) didn't match pod anti-affinity rules"})
-    assert problems(step, right, SCENARIOS[0].zones()) == []
+    right = Outcome(("n1", "n2", "n3", None, None), {3: V1_20_ANTI, 4: V1_20_ANTI})
+    assert problems(step, right, SCENARIOS[0].zones(), (1, 20)) == []
     wrong = Outcome(("n1", "n1", None, None, None), {2: "x", 3: "x", 4: "x"})
-    found = problems(step, wrong, SCENARIOS[0].zones())
+    found = problems(step, wrong, SCENARIOS[0].zones(), (1, 20))
     assert any("Pending replicas [2, 3, 4]" in p for p in found)
     assert any("placed on ['n1', 'n1']" in p for p in found)
     assert any("replica 2's message" in p for p in found)
-    lines = verdict(step, SCENARIOS[0], wrong, right)
-    assert lines[0].startswith("kube-scheduler: ") and lines[-1].startswith("Pending replicas differ")
+    lines = verdict(step, SCENARIOS[0], wrong, {"--cluster-state": right}, (1, 20))
+    assert lines[0].startswith("kube-scheduler: ")
+    assert [line.split(":")[0] for line in lines[-3:]] == ["Pending replicas differ", "replica 3's messages differ",
+                                                            "replica 4's messages differ"]
+
+
+@pytest.mark.parametrize(("message", "version", "complaint"), [
+    pytest.param("0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules.", (1, 20),
+                 "names no [\"node(s) didn't match pod affinity/anti-affinity\"]",
+                 id="v1.20 words the anti-affinity failure twice"),
+    pytest.param("0/3 nodes are available: 3 node(s) didn't match pod affinity/anti-affinity, 3 node(s) didn't "
+                 "match pod anti-affinity rules.", (1, 22),
+                 "names [\"node(s) didn't match pod affinity/anti-affinity\"] too",
+                 id="v1.22 no longer has the generic reason"),
+    pytest.param(V1_20_ANTI + " preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
+                 (1, 20), "has a preemption part", id="v1.20 has no preemption part"),
+    pytest.param("0/4 nodes are available: 3 node(s) didn't match pod anti-affinity rules.", NEWEST,
+                 "lacks a preemption part", id="the newest has one"),
+])
+def test_offline_problems_hold_each_release_to_its_exact_words(message: str, version: Version,
+                                                               complaint: str) -> None:
+    step = SCENARIOS[0].steps[0]
+    got = Outcome(("n1", "n2", "n3", None, None), {3: message, 4: message})
+    assert any(complaint in p for p in problems(step, got, SCENARIOS[0].zones(), version))
+
+
+def test_offline_messages_that_differ_in_a_word_or_a_count_are_told_apart() -> None:
+    step = SCENARIOS[0].steps[0]
+    real = Outcome(("n1", "n2", "n3", None, None), {3: V1_20_ANTI, 4: V1_20_ANTI})
+    counted = V1_20_ANTI.replace("1 node(s) didn't match Pod's", "2 node(s) didn't match Pod's")
+    lines = verdict(step, SCENARIOS[0], real, {"--kubeconfig": Outcome(real.nodes, {3: V1_20_ANTI, 4: counted})},
+                    (1, 20))
+    assert [line.split(":")[0] for line in lines] == ["replica 4's messages differ"]
+
+
+def test_offline_the_histogram_keeps_a_reason_that_holds_a_comma_whole() -> None:
+    message = ("0/2 nodes are available: 1 node(s) didn't match Pod's node affinity, 1 node(s) had taint "
+               "{e2e.novasphere.dev/dedicated: special}, that the pod didn't tolerate.")
+    assert histogram(message) == {"node(s) didn't match Pod's node affinity": 1,
+                                  words("taint", (1, 20))[0]: 1}
+    assert histogram(message + " preemption: 0/2 nodes are available: 2 x.") == histogram(message)
 
 
 def _fake_binary(path: Path, output: str) -> Path:
