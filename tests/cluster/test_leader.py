@@ -2,7 +2,9 @@
 
 Timings are short (lease 0.6 s -- written as 1 s, renew deadline 0.4 s, retry 0.1 s). Waits are
 bounded; the only time-based asserts are lower bounds that a slow machine makes only more true.
-The record-level rules (expiry, transitions, conflicts) are checked with an injected clock.
+The record-level rules (expiry, transitions, conflicts), and whatever must NOT happen before a
+time has passed, are checked with an injected clock (and sleep) that the test moves: no test
+sleeps and then asserts.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.kit.clock import FakeClock
 from tests.kit.fakeapi import FakeApiServer
 from webhook.cluster.client import ApiError, Client
 from webhook.cluster.config import ClusterConfig
@@ -51,14 +54,6 @@ def spec_of(server: FakeApiServer) -> dict[str, Any]:
 def put_lease(server: FakeApiServer, spec: Any) -> None:
     server.apply_object({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                          "metadata": {"name": NAME, "namespace": NS}, "spec": spec})
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Work:
@@ -216,22 +211,36 @@ async def test_a_new_leader_takes_over_within_the_lease_duration_when_the_leader
         await stop_task(task_b)
 
 
+async def moved(clock: FakeClock, seconds: float, until: Until, *, sleeps: int = 1) -> None:
+    """Move ``clock`` on and wait until what slept on it has had its turn and sleeps again:
+    ``sleeps`` new sleeps (a try to acquire sleeps once after it; a renewal twice, its own
+    deadline while it runs and the retry period after it)."""
+    began = clock.sleeps
+    clock.advance(seconds)
+    await until(lambda: clock.sleeps >= began + sleeps, what=f"a turn after {seconds} s")
+
+
 async def test_a_leader_that_stops_without_releasing_is_taken_over_only_after_its_lease(
         server: FakeApiServer, make_client: Callable[[], Client], until: Until) -> None:
     a = LeaderElector(make_client(), config("replica-a", release_on_cancel=False))
-    b = LeaderElector(make_client(), config("replica-b"))
+    clock = FakeClock()
+    b = LeaderElector(make_client(), config("replica-b"), clock=clock, sleep=clock.sleep)
     task_a = asyncio.create_task(a.run(Work()))
     await until(lambda: a.is_leader, what="a leading")
     work_b = Work()
     task_b = asyncio.create_task(b.run(work_b))
     try:
-        await until(lambda: b.status()["holder"] == "replica-a", what="b seeing a")
+        await until(lambda: b.status()["holder"] == "replica-a" and clock.sleeps == 1, what="b seeing a")
         await stop_task(task_a)  # a crash: no release
         assert spec_of(server)["holderIdentity"] == "replica-a"
-        # a renewed at most ~0.2 s ago and the lease says 1 s: b must still be waiting
-        await asyncio.sleep(0.3)
+        # b has seen a's last record by now (when it first looked, or at this try): the lease's 1 s
+        # runs from then, and b must wait it out
+        await moved(clock, 0.5, until)
         assert not b.is_leader and work_b.entries == 0
-        await until(lambda: b.is_leader, timeout=5.0, what="b taking over")
+        await moved(clock, 0.4, until)  # 0.9 s since b first saw a: less than the lease
+        assert not b.is_leader and work_b.entries == 0
+        clock.advance(0.7)  # over 1 s since b last saw the record change
+        await until(lambda: b.is_leader, what="b taking over")
         assert spec_of(server)["holderIdentity"] == "replica-b" and spec_of(server)["leaseTransitions"] == 1
     finally:
         await stop_task(task_b)
@@ -284,15 +293,21 @@ async def test_losing_the_renew_deadline_sets_the_stop_event_and_cancels_the_wor
 async def test_a_brief_api_failure_while_renewing_is_not_a_loss(server: FakeApiServer,
                                                                 make_client: Callable[[], Client],
                                                                 until: Until) -> None:
-    elector = LeaderElector(make_client(), config("replica-a"))
+    clock = FakeClock()
+    elector = LeaderElector(make_client(), config("replica-a"), clock=clock, sleep=clock.sleep)
     work = Work()
     task = asyncio.create_task(elector.run(work))
     try:
-        await until(lambda: elector.is_leader, what="leading")
+        # acquired, renewed at once (client-go's wait.Until runs first, then waits): two sleeps
+        await until(lambda: elector.is_leader and clock.sleeps == 2, what="leading, and waiting to renew")
         before = spec_of(server)["renewTime"]
         server.fail_next("*", r"/leases", 503, times=2)  # the optimistic PUT and the GET after it
-        await until(lambda: spec_of(server)["renewTime"] > before and not server.app.faults, what="a renewal")
-        await asyncio.sleep(0.3)
+        await moved(clock, 0.1, until, sleeps=2)  # a renewal that fails, then a wait of one retry period
+        assert server.app.faults == [] and spec_of(server)["renewTime"] == before
+        await moved(clock, 0.1, until, sleeps=2)  # the retry, well within the 0.4 s renew deadline
+        assert spec_of(server)["renewTime"] > before
+        for _ in range(5):  # renewing on: the failure cost nothing
+            await moved(clock, 0.1, until, sleeps=2)
         assert elector.is_leader and work.running and work.entries == 1 and not task.done()
         assert elector.status()["lost"] is False
     finally:
@@ -485,13 +500,17 @@ async def never(stop: asyncio.Event) -> None:  # pragma: no cover - a lead() tha
 
 
 async def test_cancelling_a_candidate_that_never_led_writes_nothing(server: FakeApiServer,
-                                                                   make_client: Callable[[], Client]) -> None:
+                                                                   make_client: Callable[[], Client],
+                                                                   until: Until) -> None:
     put_lease(server, {"holderIdentity": "someone-else", "leaseDurationSeconds": 60})
     before = spec_of(server)
-    elector = LeaderElector(make_client(), config("replica-a"))
+    clock = FakeClock()
+    elector = LeaderElector(make_client(), config("replica-a"), clock=clock, sleep=clock.sleep)
     lead: Callable[[asyncio.Event], Awaitable[None]] = never
     task = asyncio.create_task(elector.run(lead))
-    await asyncio.sleep(0.3)
+    await until(lambda: clock.sleeps == 1, what="a first try")
+    for _ in range(3):  # tries, each seeing the lease held (for 60 s yet)
+        await moved(clock, 0.3, until)
     assert not elector.is_leader and elector.status()["holder"] == "someone-else"
     await stop_task(task)
     assert spec_of(server) == before

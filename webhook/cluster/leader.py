@@ -30,7 +30,9 @@ project's async ``Client``. Functions followed (staging/src/k8s.io/client-go/too
   spec, so every update is conditional on the resourceVersion last read or written.
 
 Expiry is judged only on the local monotonic clock (when the record was last seen to change),
-never on the remote renewTime, so clock skew between replicas does not matter.
+never on the remote renewTime, so clock skew between replicas does not matter. That clock and
+the waits measured on it (``clock`` and ``sleep``: the retry periods, the renew deadline) can
+be given, as client-go's elector takes a ``clock.Clock``, so tests move time instead of waiting.
 
 Where this differs from client-go, on purpose:
 
@@ -177,11 +179,13 @@ class LeaderElector:
     returns when leadership is lost (or ``lead`` returns); cancelling it releases the lease."""
 
     def __init__(self, client: Client, config: LeaderElectionConfig, *,
-                 clock: Callable[[], float] = time.monotonic, stop_grace: float | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, stop_grace: float | None = None) -> None:
         validate(config)
         self.client = client
         self.config = config
         self._clock = clock
+        self._sleep = sleep
         # How long lead() may take to wind down once its stop event is set before it is cancelled:
         # well inside the margin between our giving up (renew deadline) and a takeover (lease duration).
         self.stop_grace = (min(1.0, (config.lease_duration - config.renew_deadline) / 2)
@@ -378,27 +382,48 @@ class LeaderElector:
         """acquire: try now, then every RetryPeriod jittered by JitterFactor, until it succeeds."""
         log.info("attempting to acquire leader lease %s as %s...", self.describe, self.identity)
         while not await self.try_acquire_or_renew():
-            await asyncio.sleep(jitter(self.config.retry_period, JITTER_FACTOR))
+            await self._sleep(jitter(self.config.retry_period, JITTER_FACTOR))
         log.info("successfully acquired lease %s as %s", self.describe, self.identity)
 
     async def _renew(self) -> None:
         """renew: every RetryPeriod, retry tryAcquireOrRenew every RetryPeriod until it succeeds;
         returns (leadership lost) when a round does not succeed within RenewDeadline."""
+        while await self._renew_round():
+            await self._sleep(self.config.retry_period)
+
+    async def _renew_round(self) -> bool:
+        """PollImmediateUntil(RetryPeriod, tryAcquireOrRenew) under a RenewDeadline timeout, on
+        the elector's clock: True once renewed, False when the deadline passes first (the attempt
+        under way is cancelled then) or the lease is seen held by another."""
         retry = self.config.retry_period
-        while True:
-            try:
-                async with asyncio.timeout(self.config.renew_deadline):
-                    while not await self.try_acquire_or_renew():
-                        holder = self._observed.holder_identity
-                        if holder and holder != self.identity:
-                            log.info("lease %s: lost, it is now held by %s", self.describe, holder)
-                            return
-                        await asyncio.sleep(retry)
-            except TimeoutError:
+        deadline = self._clock() + self.config.renew_deadline
+        while not await self._within(deadline - self._clock(), self.try_acquire_or_renew()):
+            holder = self._observed.holder_identity
+            if holder and holder != self.identity:
+                log.info("lease %s: lost, it is now held by %s", self.describe, holder)
+                return False
+            left = deadline - self._clock()
+            if left > 0:
+                await self._sleep(min(retry, left))
+            if self._clock() >= deadline:
                 log.info("lease %s: failed to renew within %ss, leadership lost", self.describe,
                          self.config.renew_deadline)
-                return
-            await asyncio.sleep(retry)
+                return False
+        return True
+
+    async def _within(self, seconds: float, attempt: Awaitable[bool]) -> bool:
+        """``attempt``'s answer, or False when it has not answered within ``seconds`` (``sleep``'s
+        seconds) and is cancelled."""
+        work = asyncio.ensure_future(attempt)
+        timer = asyncio.ensure_future(self._sleep(max(0.0, seconds)))
+        try:
+            await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not work.done():
+                work.cancel()
+            await asyncio.gather(work, timer, return_exceptions=True)
+        return not work.cancelled() and work.result()
 
     async def run(self, lead: Callable[[asyncio.Event], Awaitable[None]]) -> None:
         """Acquire, then run ``lead(stop_event)`` while renewing.
