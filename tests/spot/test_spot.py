@@ -8,7 +8,7 @@ import pytest
 
 from webhook.spot import config as spot_config
 from webhook.spot.config import SpotConfig
-from webhook.spot.nodes import ON_DEMAND, SPOT, UNKNOWN, Detector, capacity, classify, pool
+from webhook.spot.nodes import ON_DEMAND, SPOT, UNKNOWN, Detector, ReclaimSignal, capacity, classify, pool
 
 NOW = 1_800_000_000.0
 
@@ -74,6 +74,33 @@ def test_a_spot_node_not_ready_past_the_bound_is_taken_as_reclaimed_and_an_on_de
     assert detector.reclaim(node(labels={"node.kubernetes.io/capacity": "on-demand"}, ready="False",
                                  since=long_ago), NOW) is None
     assert detector.reclaim(node(labels=spot, ready="True", since=long_ago), NOW) is None
+
+
+def test_a_reclaim_signal_names_the_node_its_kind_what_said_so_and_when_it_was_seen() -> None:
+    detector = Detector(SpotConfig())
+    itn = node("spot-7", taints=[{"key": "aws-node-termination-handler/spot-itn", "value": "evt-1",
+                                  "effect": "NoSchedule"}])
+    signal = detector.signal(itn, NOW)
+    assert signal == ReclaimSignal("spot-7", "SPOT_ITN", "taint aws-node-termination-handler/spot-itn", NOW)
+    assert signal.notice is None and signal.deadline(120.0) == NOW + 120.0, "no notice: the configured timeout"
+    karpenter = node(taints=[{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}])
+    assert detector.signal(karpenter, NOW).kind == "KARPENTER_DISRUPTION"  # type: ignore[union-attr]
+    gone = node(labels={"node.kubernetes.io/capacity": "spot"}, ready="Unknown", since="2027-01-15T07:00:00Z")
+    assert detector.signal(gone, NOW) == ReclaimSignal("n", "NOT_READY", "spot node not Ready for 3600 s", NOW)
+    assert detector.signal(node(), NOW) is None
+
+
+def test_a_configured_annotation_or_label_holding_a_time_is_the_providers_notice() -> None:
+    config = SpotConfig.model_validate({"reclaim": {"labels": {"example.com/reclaim-at": ""},
+                                                    "annotations": {"example.com/terminate-at": ""}}})
+    detector = Detector(config)
+    at = detector.signal(node(annotations={"example.com/terminate-at": "2027-01-15T08:01:30Z"}), NOW)
+    assert at is not None and at.kind == "CONFIGURED" and at.notice == NOW + 90
+    assert at.deadline(3600.0) == NOW + 90, "the provider's notice, not the configured timeout"
+    unix = detector.signal(node(labels={"example.com/reclaim-at": "1800000045"}), NOW)  # labels hold no colons
+    assert unix is not None and unix.notice == NOW + 45
+    marker = detector.signal(node(labels={"example.com/reclaim-at": "true"}), NOW)
+    assert marker is not None and marker.notice is None and marker.deadline(120.0) == NOW + 120
 
 
 def pod(**spec: Any) -> dict[str, Any]:

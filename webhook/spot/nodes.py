@@ -12,20 +12,27 @@ maintenance, ASG lifecycle termination and rebalance recommendation taints; Karp
 disruption taint in its v1 and v1beta1 forms; GKE's impending-node-termination taint), a
 configured taint, label or annotation, or, for a spot node, a Ready condition that has not
 been True for longer than ``notReadySeconds`` (a reclaimed instance stops reporting).
+
+``Detector.signal`` says the same as a ``ReclaimSignal``, shaped like aws-node-termination-
+handler's ``monitor.InterruptionEvent`` (pkg/monitor/types.go: Kind, NodeName, StartTime; the
+drain's deadline follows from it): which node, what kind of signal, what said so, when it was
+seen, and the provider's notice of when the node goes, when it gives one. A configured label or
+annotation whose value is a time (RFC 3339, or Unix seconds as the handler's ``action-time``
+label writes them) gives that notice; the taints carry none (their values are event ids).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from webhook.engine.merge import PREFERRED, REQUIRED
 from webhook.kube.nodes import tolerates
 from webhook.kube.times import timestamp
 from webhook.spot.config import SpotConfig
 
-__all__ = ["ON_DEMAND", "RECLAIM_TAINTS", "SPOT", "UNKNOWN", "Detector", "PodClass", "capacity", "classify",
-           "node_projection", "pool", "provider_of"]
+__all__ = ["ON_DEMAND", "RECLAIM_TAINTS", "SPOT", "UNKNOWN", "Detector", "PodClass", "ReclaimSignal", "capacity",
+           "classify", "node_projection", "pool", "provider_of"]
 
 SPOT, ON_DEMAND, UNKNOWN = "spot", "on-demand", "unknown"
 RECLAIM_TAINTS: tuple[str, ...] = (
@@ -37,6 +44,35 @@ RECLAIM_TAINTS: tuple[str, ...] = (
     "karpenter.sh/disruption",  # Karpenter v1beta1 (value "disrupting")
     "cloud.google.com/impending-node-termination",
 )
+# The kind of each taint's signal: aws-node-termination-handler's own kinds (monitor.SpotITNKind,
+# ScheduledEventKind, ASGLifecycleKind, RebalanceRecommendationKind) for its taints.
+TAINT_KINDS: dict[str, str] = {
+    "aws-node-termination-handler/spot-itn": "SPOT_ITN",
+    "aws-node-termination-handler/scheduled-maintenance": "SCHEDULED_EVENT",
+    "aws-node-termination-handler/asg-lifecycle-termination": "ASG_LIFECYCLE",
+    "aws-node-termination-handler/rebalance-recommendation": "REBALANCE_RECOMMENDATION",
+    "karpenter.sh/disrupted": "KARPENTER_DISRUPTION",
+    "karpenter.sh/disruption": "KARPENTER_DISRUPTION",
+    "cloud.google.com/impending-node-termination": "IMPENDING_TERMINATION",
+}
+CONFIGURED, NOT_READY = "CONFIGURED", "NOT_READY"
+
+
+@dataclass(frozen=True)
+class ReclaimSignal:
+    """A node about to be reclaimed. ``when``: Unix time the signal was seen (for a drain that
+    resumes, when the drain began); ``notice``: when the provider says the node goes, if it
+    says."""
+
+    node: str
+    kind: str
+    source: str  # what said so, in words: "taint aws-node-termination-handler/spot-itn"
+    when: float
+    notice: float | None = None
+
+    def deadline(self, timeout: float) -> float:
+        """When the drain gives up: the provider's notice, else ``timeout`` seconds after ``when``."""
+        return self.notice if self.notice is not None else self.when + timeout
 
 
 def _meta(node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -75,22 +111,42 @@ class Detector:
             return reason
         return self.not_ready(self.not_ready_since(node), now)
 
+    def signal(self, node: Mapping[str, Any], now: float) -> ReclaimSignal | None:
+        """``reclaim`` as a ``ReclaimSignal`` seen at ``now`` (Unix time)."""
+        name = str(_meta(node).get("name") or "")
+        found = self._match(node)
+        if found is not None:
+            where, key, value = found
+            kind = TAINT_KINDS.get(key, CONFIGURED) if where == "taint" else CONFIGURED
+            notice = _notice(value) if where != "taint" else None
+            return ReclaimSignal(name, kind, f"{where} {key}", now, notice)
+        reason = self.not_ready(self.not_ready_since(node), now)
+        return None if reason is None else ReclaimSignal(name, NOT_READY, reason, now)
+
     def fixed(self, node: Mapping[str, Any]) -> str | None:
         """A reclaim signal that does not depend on the time: a taint, a label, an annotation."""
+        found = self._match(node)
+        return None if found is None else f"{found[0]} {found[1]}"
+
+    def _match(self, node: Mapping[str, Any]) -> tuple[Literal["taint", "label", "annotation"], str, Any] | None:
+        """Where the signal is (taint, label or annotation), its key and its value."""
         # ``type(x) is dict`` first: the ABC check behind ``isinstance(x, Mapping)`` costs more
         # than the rest of the test, and this runs for thousands of nodes.
         for taint in (node.get("spec") or {}).get("taints") or ():
             if (type(taint) is dict or isinstance(taint, Mapping)) and taint.get("key") in self.taints:
-                return f"taint {taint.get('key')}"
+                return "taint", str(taint.get("key")), taint.get("value")
         meta = _meta(node)
         reclaim = self.config.reclaim
-        for kind, wanted in (("label", reclaim.labels), ("annotation", reclaim.annotations)):
-            if not wanted:
-                continue
-            have = (meta.get("labels") if kind == "label" else meta.get("annotations")) or {}
-            for key, value in wanted.items():
-                if key in have and (value == "" or str(have[key]) == value):
-                    return f"{kind} {key}"
+        if reclaim.labels:
+            labels = meta.get("labels") or {}
+            for key, value in reclaim.labels.items():
+                if key in labels and (value == "" or str(labels[key]) == value):
+                    return "label", key, labels[key]
+        if reclaim.annotations:
+            annotations = meta.get("annotations") or {}
+            for key, value in reclaim.annotations.items():
+                if key in annotations and (value == "" or str(annotations[key]) == value):
+                    return "annotation", key, annotations[key]
         return None
 
     def not_ready_since(self, node: Mapping[str, Any]) -> float | None:
@@ -111,6 +167,15 @@ class Detector:
         if since is None or limit is None or now - since <= limit:
             return None
         return f"spot node not Ready for {int(now - since)} s"
+
+
+def _notice(value: Any) -> float | None:
+    """A label's or annotation's value read as the time the node goes: RFC 3339, or whole Unix
+    seconds; None when it is neither (a plain marker such as "true")."""
+    text = str(value).strip()
+    if text.isdigit() and len(text) >= 9:  # Unix seconds since 1973: not a count or a flag
+        return float(text)
+    return timestamp(text)
 
 
 @dataclass(frozen=True)
