@@ -2,9 +2,9 @@
 the webhook as a real ``placement-webhook serve`` subprocess over TLS.
 
 This follows controller-runtime's envtest convention: ``KUBEBUILDER_ASSETS`` names a folder holding
-the ``etcd`` and ``kube-apiserver`` binaries (``setup-envtest use -p path`` prints one). Nothing else
-of Kubernetes runs: no controllers, no scheduler, no kubelet; objects are only stored, which is all
-an admission webhook needs. Imported by name (``from envkit import ...``); ``conftest`` puts this
+the ``etcd`` and ``kube-apiserver`` binaries (``hack/envtest-assets.sh`` prints one, building it when
+nothing else provides it). Here the control plane is etcd and kube-apiserver; the tests that need
+kube-scheduler or kube-controller-manager start them from the same folder (see ``Scheduler``). Imported by name (``from envkit import ...``); ``conftest`` puts this
 folder on the path.
 """
 from __future__ import annotations
@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "placement-webhook"
 SKIP_REASON = (
     "the e2e tier needs a real API server: set KUBEBUILDER_ASSETS to a folder holding the "
-    "kube-apiserver and etcd binaries (for example `export KUBEBUILDER_ASSETS=$(setup-envtest use -p path)`); "
-    "see docs/install.md"
+    "kube-apiserver and etcd binaries (`export KUBEBUILDER_ASSETS=\"$(hack/envtest-assets.sh)\"` finds or "
+    "builds one); see docs/install.md"
 )
 BINARIES = ("etcd", "kube-apiserver")
 
@@ -475,7 +475,8 @@ def scheduler_skip_reason(assets: Path) -> str:
     return (
         f"{SCHEDULER} is missing from KUBEBUILDER_ASSETS ({assets}): comparing `explain` with the real "
         f"scheduler needs an executable {SCHEDULER} next to etcd and kube-apiserver (setup-envtest does not "
-        "ship it: copy the kube-scheduler binary of the same Kubernetes release there)"
+        "ship it: copy the kube-scheduler binary of the same Kubernetes release there, or let "
+        "hack/envtest-assets.sh build the whole control plane)"
     )
 
 
