@@ -2,19 +2,24 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
 from tests.cluster.conftest import make_cache, until
+from tests.kit.clock import FakeClock
 from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import pdb, pod
+from webhook.cli import build_parser
 from webhook.cluster.cache import NODES
 from webhook.cluster.client import Client
 from webhook.cluster.config import ClusterConfig
+from webhook.kube.times import format_time, timestamp
 from webhook.spot.config import SpotConfig
 from webhook.spot.controller import CORDONED_BY, DRAIN_STARTED, SpotController, SpotSettings, plan
+from webhook.spot.drain import SYSTEM_CLOCK, Clock
 from webhook.spot.nodes import node_projection
 
 SPOT_ITN = {"key": "aws-node-termination-handler/spot-itn", "value": "event-1", "effect": "NoSchedule"}
@@ -47,22 +52,26 @@ async def server() -> AsyncIterator[FakeApiServer]:
 
 
 class Running:
-    """A controller on its own client and cache, run until ``stop``."""
+    """A controller on its own client and cache, run until ``stop``; on the real clock unless
+    given one (a ``FakeClock`` moves only when the test says)."""
 
-    def __init__(self, server: FakeApiServer, **settings: Any) -> None:
+    def __init__(self, server: FakeApiServer, *, clock: Clock = SYSTEM_CLOCK, resync: float = 0.2,
+                 config: SpotConfig | None = None, **settings: Any) -> None:
         self.client = Client(ClusterConfig(server.url), request_timeout=2.0)
-        self.config = SpotConfig()
+        self.config = config or SpotConfig()
         self.cache = make_cache(self.client, projections={NODES: node_projection(self.config,
                                                                                  (DRAIN_STARTED, CORDONED_BY))})
         defaults: dict[str, Any] = {"drain_timeout": 5.0, "backoff": 0.05, "max_backoff": 0.2}
-        self.controller = SpotController(self.client, self.cache, self.config, SpotSettings(**{**defaults, **settings}))
+        self.controller = SpotController(self.client, self.cache, self.config, SpotSettings(**{**defaults, **settings}),
+                                         clock=clock)
+        self.resync = resync
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 
     async def start(self) -> Running:
         await self.cache.start()
         assert await self.cache.wait_synced(3.0)
-        self.task = asyncio.create_task(self.controller.run(self.stop, resync=0.2))
+        self.task = asyncio.create_task(self.controller.run(self.stop, resync=self.resync))
         return self
 
     async def close(self) -> None:
@@ -143,9 +152,13 @@ async def test_a_reclaim_taint_cordons_the_node_and_evicts_its_pods_within_the_b
 
 async def test_at_the_deadline_the_pods_a_budget_kept_are_reported(server: FakeApiServer,
                                                                     running: Callable[..., Any]) -> None:
-    controller = (await running(drain_timeout=1.0)).controller
+    clock = FakeClock()
+    controller = (await running(drain_timeout=3600.0, clock=clock)).controller
     taint(server, "spot-1", [SPOT_ITN])
-    await until(lambda: bool(events(server, "DrainTimeout")), timeout=5.0, what="the deadline")
+    await until(lambda: len(events(server, "EvictionBlocked")) == 2, what="the budget to keep two pods")
+    assert not events(server, "DrainTimeout") and "spot-1" in controller.drains
+    clock.advance(3600.0)  # an hour passes in no time: the deadline is on the controller's clock
+    await until(lambda: bool(events(server, "DrainTimeout")), what="the deadline")
     (timeout,) = events(server, "DrainTimeout")
     assert "kept by a PodDisruptionBudget" in timeout["message"]
     assert sum(f"shop/web-{i}" in timeout["message"] for i in (1, 2, 3)) == 2, "one went, two were kept"
@@ -233,11 +246,12 @@ async def test_a_dry_run_plan_says_what_it_would_do_and_writes_nothing(server: F
 
 async def test_the_api_server_going_away_mid_drain_is_survived(server: FakeApiServer,
                                                                 running: Callable[..., Any]) -> None:
-    await running(drain_timeout=10.0)
+    controller = (await running(drain_timeout=10.0)).controller
     taint(server, "spot-1", [SPOT_ITN])
     await until(lambda: get(server, "Node", "spot-1")["spec"].get("unschedulable") is True, what="the cordon")
     server.go_away("unavailable")
-    await asyncio.sleep(0.5)
+    await until(lambda: controller.metrics.evictions.labels("retry")._value.get() >= 1,
+                what="an eviction to meet the outage")
     server.come_back()
     await evicted_with_replacements(server)
 
@@ -259,7 +273,7 @@ async def test_a_node_without_a_capacity_label_is_drained_on_a_taint_but_not_for
                          "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "Unknown",
                                                                 "lastTransitionTime": "2020-01-01T00:00:00Z"}]}})
     controller = (await running()).controller
-    await asyncio.sleep(0.5)
+    await until(lambda: controller.rounds >= 1, what="a first look at every node")
     assert "bare" not in controller.drains, "not known to be spot: NotReady alone is not a reclaim"
     taint(server, "bare", [SPOT_ITN])
     await until(lambda: "bare" in controller.drains or bool(events(server, "Drained")), what="the taint to count")
@@ -270,9 +284,182 @@ async def test_a_mirror_pod_is_left_alone_and_a_blocked_pod_is_told_once(server:
     mirror = pod("etcd-spot-1", "kube-system", node_name="spot-1")
     mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc"}
     server.apply_object(mirror)
-    await running(drain_timeout=1.5)
+    clock = FakeClock()
+    await running(drain_timeout=60.0, clock=clock)
     taint(server, "spot-1", [SPOT_ITN])
-    await until(lambda: bool(events(server, "DrainTimeout")), timeout=5.0, what="the deadline")
+    await until(lambda: len(events(server, "EvictionBlocked")) == 2, what="two pods blocked")
+    for _ in range(5):  # their retries, at the backoff: refused again, and not told again
+        tries = len([r for r in server.requests if r.path.endswith("/eviction")])
+        clock.advance(0.2)
+        await until(lambda: len([r for r in server.requests if r.path.endswith("/eviction")]) >= tries + 2,
+                    what="both blocked pods tried again")
+    clock.advance(60.0)
+    await until(lambda: bool(events(server, "DrainTimeout")), what="the deadline")
     assert not [r for r in server.requests if r.path.endswith("/etcd-spot-1/eviction")]
     blocked = [e["involvedObject"]["name"] for e in events(server, "EvictionBlocked")]
     assert sorted(blocked) == sorted(set(blocked)) and len(blocked) == 2, "one Event per blocked pod"
+
+
+OWNER_API = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "api-xyz", "uid": "rs-2", "controller": True}
+
+
+def api_pods(count: int, on: str = "spot-1") -> list[dict[str, Any]]:
+    """Pods of a second ReplicaSet, under no budget."""
+    return [pod(f"api-{i}", "shop", node_name=on, labels={"app": "api"}, owner=OWNER_API) for i in range(count)]
+
+
+def evictions(server: FakeApiServer) -> list[str]:
+    return [r.path.split("/")[-2] for r in server.requests if r.method == "POST" and r.path.endswith("/eviction")]
+
+
+async def test_evictions_run_in_parallel_but_never_more_at_once_than_the_bound(
+        server: FakeApiServer, running: Callable[..., Any]) -> None:
+    server.load(api_pods(8))
+    server.latency = 0.05  # a round trip long enough for the evictions to overlap
+    controller = (await running(parallel_evictions=3)).controller
+    in_flight, most = 0, 0
+    evict = controller.evictor.evict
+
+    async def counted(one: Any) -> tuple[str, str]:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            return await evict(one)
+        finally:
+            in_flight -= 1
+
+    controller.evictor.evict = counted  # type: ignore[method-assign]
+    taint(server, "spot-1", [SPOT_ITN])
+    await until(lambda: all(server.get_object("Pod", f"api-{i}", "shop") is None for i in range(8)),
+                what="the pods without a budget to go")
+    assert most == 3, "three at once: in parallel, and no more than the bound"
+
+
+async def test_a_slow_event_never_holds_up_an_eviction(server: FakeApiServer, running: Callable[..., Any]) -> None:
+    controller = (await running()).controller
+    gate = asyncio.Event()
+    write = controller.events.client.create
+
+    async def stuck(path: str, body: Any, **kwargs: Any) -> dict[str, Any]:
+        await gate.wait()  # the API server takes its time over every Event
+        return await write(path, body, **kwargs)
+
+    controller.events.client = Client(controller.client.config)
+    controller.events.client.create = stuck  # type: ignore[method-assign]
+    taint(server, "spot-1", [SPOT_ITN])
+    await evicted_with_replacements(server)  # every pod goes while not one Event is written
+    assert not events(server, "SpotReclaim") and not events(server, "Evicted")
+    gate.set()
+    await until(lambda: len(events(server, "Evicted")) == 3, what="the Events, once the server takes them")
+    await controller.events.client.close()
+
+
+async def test_a_node_event_looks_at_that_node_alone(server: FakeApiServer, running: Callable[..., Any]) -> None:
+    server.load([node(f"spare-{i}", "on-demand") for i in range(5)])
+    clock = FakeClock()  # no resync while the test looks: the time does not move
+    controller = (await running(clock=clock)).controller
+    await until(lambda: controller.rounds >= 1, what="the first round")
+    looked: list[str] = []
+    signal = controller.detector.signal
+
+    def recorded(one: Any, now: float) -> Any:
+        looked.append(one["metadata"]["name"])
+        return signal(one, now)
+
+    controller.detector.signal = recorded  # type: ignore[method-assign]
+    rounds = controller.rounds
+    server.patch_object("Node", "spare-3", {"metadata": {"labels": {"team": "b"}}})
+    await until(lambda: controller.rounds > rounds, what="a round for the change")
+    assert looked == ["spare-3"], "one node changed: one node looked at, not all eight"
+
+
+async def test_the_drain_is_stamped_and_told_on_the_controllers_one_clock(
+        server: FakeApiServer, running: Callable[..., Any]) -> None:
+    clock = FakeClock(timestamp("2031-03-04T05:06:07Z") or 0.0)
+    await running(clock=clock)
+    taint(server, "spot-1", [SPOT_ITN])
+    await until(lambda: bool(events(server, "SpotReclaim")), what="the drain to start")
+    assert get(server, "Node", "spot-1")["metadata"]["annotations"][DRAIN_STARTED] == "2031-03-04T05:06:07Z"
+    assert events(server, "SpotReclaim")[0]["firstTimestamp"] == "2031-03-04T05:06:07Z"
+
+
+async def test_a_restarted_controller_works_to_the_same_deadline(server: FakeApiServer,
+                                                                 running: Callable[..., Any]) -> None:
+    clock = FakeClock()
+    first = await running(drain_timeout=600.0, clock=clock)
+    taint(server, "spot-1", [SPOT_ITN])
+    await until(lambda: len(events(server, "EvictionBlocked")) == 2, what="the budget to keep two pods")
+    deadline = first.controller.drains["spot-1"].deadline
+    assert deadline == float(int(clock.now)) + 600.0
+    await first.close()
+    clock.advance(500.0)  # down for 500 s of the 600
+    second = await running(drain_timeout=600.0, clock=clock)
+    await until(lambda: "spot-1" in second.controller.drains, what="the drain to resume")
+    assert second.controller.drains["spot-1"].deadline == deadline
+    clock.advance(99.0)
+    await until(lambda: second.controller.drains["spot-1"].pods is not None and clock.waiting >= 1,
+                what="the resumed drain to wait on its pods")
+    assert not events(server, "DrainTimeout")
+    clock.advance(1.0)
+    await until(lambda: bool(events(server, "DrainTimeout")), what="the deadline, 600 s after the first start")
+
+
+async def test_a_not_ready_spot_node_is_drained_when_its_time_runs_out_with_no_event_to_wake_it(
+        server: FakeApiServer, running: Callable[..., Any]) -> None:
+    clock = FakeClock()
+    since = format_time(datetime.datetime.fromtimestamp(clock.now - 60, datetime.UTC))
+    server.patch_object("Node", "spot-1", {"status": {"conditions": [
+        {"type": "Ready", "status": "Unknown", "lastTransitionTime": since}]}})
+    controller = (await running(clock=clock, resync=3600.0)).controller  # no resync to lean on
+    await until(lambda: controller.rounds >= 1, what="a first look")
+    assert "spot-1" not in controller.drains, "NotReady for 60 s of the 120 allowed"
+    clock.advance(61.0)
+    await until(lambda: "spot-1" in controller.drains, what="the node to count as reclaimed")
+    assert controller.drains["spot-1"].signal.kind == "NOT_READY"
+
+
+async def test_a_blocked_pod_is_tried_again_as_soon_as_a_pod_of_its_controller_is_ready(
+        server: FakeApiServer, running: Callable[..., Any]) -> None:
+    await running(clock=FakeClock(), backoff=3600.0, max_backoff=3600.0)  # its backoff never ends here
+    taint(server, "spot-1", [SPOT_ITN])
+    await evicted_with_replacements(server)  # each replacement, once Ready, lets the next one go
+
+
+async def test_a_pod_whose_sibling_a_budget_refused_waits_with_it_instead_of_asking(
+        server: FakeApiServer, running: Callable[..., Any]) -> None:
+    server.load([*api_pods(5), pdb("api", "shop", match={"app": "api"}, min_available=4)])  # one at a time
+    server.sync_pdbs()
+    clock = FakeClock()
+    controller = (await running(clock=clock, parallel_evictions=1)).controller
+    taint(server, "spot-1", [SPOT_ITN])
+    await until(lambda: sum(n.startswith("api-") for n in evictions(server)) >= 2, what="two api evictions")
+    await until(lambda: clock.waiting >= 7, what="every pod not evicted to wait")
+    api = [n for n in evictions(server) if n.startswith("api-")]
+    assert len(api) == 2, "one evicted, one refused; the other three wait for a replacement instead of asking"
+    assert controller.metrics.evictions.labels("blocked")._value.get() == 2  # the refused api pod and web's
+    clock.advance(1.0)  # their own backoff: now every waiting pod asks
+    await until(lambda: {n for n in evictions(server) if n.startswith("api-")} == {f"api-{i}" for i in range(5)},
+                what="the others to ask")
+
+
+async def test_a_providers_notice_is_the_deadline(server: FakeApiServer, running: Callable[..., Any]) -> None:
+    clock = FakeClock()
+    config = SpotConfig.model_validate({"reclaim": {"annotations": {"example.com/reclaim-at": ""}}})
+    controller = (await running(clock=clock, config=config, drain_timeout=3600.0)).controller
+    at = format_time(datetime.datetime.fromtimestamp(clock.now + 30, datetime.UTC))
+    server.patch_object("Node", "spot-1", {"metadata": {"annotations": {"example.com/reclaim-at": at}}})
+    await until(lambda: "spot-1" in controller.drains, what="the drain")
+    assert controller.drains["spot-1"].deadline == timestamp(at), "the notice, not the hour of --drain-timeout"
+    await until(lambda: len(events(server, "EvictionBlocked")) == 2, what="the budget to keep two pods")
+    clock.advance(30.0)
+    await until(lambda: bool(events(server, "DrainTimeout")), what="the deadline the provider gave")
+
+
+def test_the_bound_on_evictions_in_flight_is_a_flag_of_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    parse = build_parser().parse_args
+    assert parse(["spot-controller"]).parallel_evictions == SpotSettings().parallel_evictions == 10
+    assert parse(["spot-controller", "--parallel-evictions", "110"]).parallel_evictions == 110
+    with pytest.raises(SystemExit):
+        parse(["spot-controller", "--parallel-evictions", "0"])
+    assert "--parallel-evictions: must be at least 1" in capsys.readouterr().err

@@ -28,6 +28,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="seconds from the signal until a drain gives up and reports what a PDB kept (default 120)")
     parser.add_argument("--exclude-namespace", dest="exclude_namespaces", action="append", default=[], metavar="NS",
                         help="never evict pods of this namespace; repeatable")
+    parser.add_argument("--parallel-evictions", type=common.whole(1), default=10, metavar="N",
+                        help="evictions in flight at once, across all drains (default 10)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +74,8 @@ async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
     client = Client(where)
     cache = ClusterCache(client, projections={NODES: node_projection(settings, (DRAIN_STARTED, CORDONED_BY))})
     options = SpotSettings(drain_timeout=args.drain_timeout, exclude_namespaces=tuple(args.exclude_namespaces),
-                           dry_run=args.dry_run, eviction_version=await eviction_version(client))
+                           dry_run=args.dry_run, eviction_version=await eviction_version(client),
+                           parallel_evictions=args.parallel_evictions)
     controller = SpotController(client, cache, settings, options)
     await cache.start()
     try:

@@ -13,27 +13,95 @@ being processed) does not allow it now: retried with backoff until the deadline.
 Failure with code 500, written with HTTP 201: the pod has more than one PDB, which eviction
 does not support: not retried (a person must fix the budgets), reported. 403 (a negative
 budget or too many unconfirmed disruptions), 409, 5xx and connection errors: retried.
+
+How (``NodeDrain``): as kubectl's ``drain.Helper.evictPods`` (k8s.io/kubectl/pkg/drain/drain.go)
+does, every pod has its own worker that evicts it and, on a 429, waits and tries again until
+the drain's deadline (its global timeout), so one budget's refusals never hold up another
+pod's eviction. Unlike kubectl, at most a bounded number of evictions are in flight at once
+(kubectl sends them all; a node holds up to 110 pods), and a blocked pod's wait grows from the
+backoff to its cap (kubectl: a fixed 5 s) and ends early when a pod of the same controller
+becomes Ready: the replacement that gives the budget room for the next eviction.
+
+Every time comes from one ``Clock`` (Unix time, and waits measured on it), which tests replace.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 
 from webhook.cluster.client import ApiError, Client
 
-__all__ = ["DrainReport", "Evictor", "evictable", "skip_reason"]
+__all__ = ["SYSTEM_CLOCK", "Clock", "DrainReport", "Evictor", "NodeDrain", "SystemClock", "controller_uid", "evictable",
+           "pod_key", "ready", "skip_reason"]
 
 log = logging.getLogger(__name__)
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 MULTIPLE_PDBS = "more than one PodDisruptionBudget"
 RETRIED = frozenset({403, 409, 429, 500, 502, 503, 504})
+
+
+class Clock(Protocol):
+    """The one clock of the spot controller: Unix time, and waits measured on it."""
+
+    def time(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    async def wait(self, event: asyncio.Event, timeout: float) -> bool:
+        """Until ``event`` is set (True) or ``timeout`` seconds have passed (False)."""
+        ...
+
+
+class SystemClock:
+    """``time.time`` and the event loop's timers."""
+
+    def time(self) -> float:
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+    async def wait(self, event: asyncio.Event, timeout: float) -> bool:
+        if event.is_set():
+            return True
+        if timeout <= 0:
+            return False
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await event.wait()
+        return event.is_set()
+
+
+SYSTEM_CLOCK = SystemClock()
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def controller_uid(pod: Mapping[str, Any]) -> str:
+    """The uid of the pod's controller (its ReplicaSet, StatefulSet...), or ""."""
+    for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return str(ref.get("uid") or "")
+    return ""
+
+
+def ready(pod: Mapping[str, Any] | None) -> bool:
+    """The pod's Ready condition is True (what a budget counts as healthy)."""
+    for condition in ((pod or {}).get("status") or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
 
 
 def _owner_kind(pod: Mapping[str, Any]) -> str:
@@ -110,52 +178,151 @@ class Evictor:
         return "evicted", "evicted"
 
 
-async def drain_pods(evictor: Evictor, current: Callable[[], list[Mapping[str, Any]]], deadline: float, *,
-                     backoff: float = 1.0, max_backoff: float = 10.0,
-                     on_result: Callable[[Mapping[str, Any], str, str], Awaitable[None]] | None = None,
-                     clock: Callable[[], float] = time.monotonic,
-                     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> DrainReport:
-    """Evict the pods ``current()`` returns (re-read each round: they come and go) until none
-    is left or ``deadline`` (on ``clock``) passes. A pod whose eviction was accepted is not
-    evicted again while it terminates; one a PDB blocked is tried again after a backoff that
-    grows to ``max_backoff``."""
-    report = DrainReport()
-    waiting: dict[str, float] = {}  # pod key -> when to try again
-    delay: dict[str, float] = {}
-    accepted: set[str] = set()
-    while True:
-        pods = [p for p in current() if _key(p) not in accepted]
-        if not pods:
-            return report
-        now = clock()
-        if now >= deadline:
-            return report
-        due = [p for p in pods if waiting.get(_key(p), 0.0) <= now]
-        for pod in due:
-            key = _key(pod)
-            result, message = await evictor.evict(pod)
-            if on_result is not None:
-                await on_result(pod, result, message)
-            if result in ("evicted", "gone"):
-                accepted.add(key)
-                (report.evicted if result == "evicted" else report.gone).append(key)
-                report.blocked.pop(key, None)
-                report.failed.pop(key, None)
-                continue
-            if result == "failed":
-                report.failed[key] = message
-                accepted.add(key)  # not retried: a person must act (two PDBs, a forbidden pod)
-                continue
-            if result == "blocked":
-                report.blocked[key] = message
-            else:
-                report.failed[key] = message
-            delay[key] = min(max_backoff, delay.get(key, backoff / 2) * 2)
-            waiting[key] = clock() + delay[key]
-        nearest = min((waiting.get(_key(p), 0.0) for p in pods if _key(p) not in accepted), default=clock() + 0.5)
-        await sleep(max(0.05, min(nearest, deadline) - clock()))
+OnResult = Callable[[Mapping[str, Any], str, str], None]
 
 
-def _key(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+class NodeDrain:
+    """Evicts the pods of one node until none is left or ``deadline`` (Unix time on ``clock``)
+    passes; see the module docstring. ``slots`` bounds the evictions in flight (shared by every
+    drain of a controller); ``on_result(pod, result, message)`` hears of each answer and must
+    not block. The controller tells it of pods that come (``offer``), go (``offer(key, None)``)
+    and become Ready elsewhere (``ready``)."""
+
+    def __init__(self, evictor: Evictor, deadline: float, *, clock: Clock, slots: asyncio.Semaphore,
+                 backoff: float = 1.0, max_backoff: float = 10.0, on_result: OnResult | None = None) -> None:
+        self.evictor = evictor
+        self.deadline = deadline
+        self.clock = clock
+        self.slots = slots
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.on_result = on_result
+        self.report = DrainReport()
+        self.pending: dict[str, Mapping[str, Any]] = {}  # pods still to evict, by key
+        self.settled: set[str] = set()  # evicted, gone, or refused for good: never tried again
+        self.workers: dict[str, asyncio.Task[None]] = {}
+        self.kicks: dict[str, asyncio.Event] = {}
+        # Blocked pods by (namespace, controller uid), in the order they were blocked.
+        self.blocked_kin: dict[tuple[str, str], dict[str, None]] = {}
+        self.empty = asyncio.Event()
+        self.running = False
+
+    def offer(self, key: str, pod: Mapping[str, Any] | None) -> None:
+        """A pod to evict (new or changed), or None: it left the node or is not to be evicted now."""
+        if pod is None:
+            if self.pending.pop(key, None) is not None:
+                self.report.blocked.pop(key, None)
+                self.report.failed.pop(key, None)
+                self._kick(key)  # its worker ends at once
+                if not self.pending:
+                    self.empty.set()
+            return
+        if key in self.settled:
+            return
+        self.pending[key] = pod
+        self.empty.clear()
+        worker = self.workers.get(key)
+        if self.running and (worker is None or worker.done()):
+            self.workers[key] = asyncio.create_task(self._evict(key), name=f"evict {key}")
+
+    def ready(self, namespace: str, uid: str) -> None:
+        """A pod of controller ``uid`` became Ready: the first pod of that controller a budget
+        blocked is tried again now instead of at the end of its backoff."""
+        waiting = self.blocked_kin.get((namespace, uid))
+        if waiting:
+            key = next(iter(waiting))
+            del waiting[key]
+            self._kick(key)
+
+    async def run(self, pods: Iterable[Mapping[str, Any]]) -> DrainReport:
+        """Evict ``pods`` (and those offered meanwhile); the report once all are settled or at the deadline."""
+        for pod in _round_robin(pods):
+            self.offer(pod_key(pod), pod)
+        self.running = True
+        for key in self.pending:
+            self.workers[key] = asyncio.create_task(self._evict(key), name=f"evict {key}")
+        try:
+            if self.pending:
+                await self.clock.wait(self.empty, self.deadline - self.clock.time())
+        finally:
+            self.running = False
+            workers = [w for w in self.workers.values() if not w.done()]
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+        return self.report
+
+    def _kick(self, key: str) -> None:
+        kick = self.kicks.get(key)
+        if kick is not None:
+            kick.set()
+
+    async def _evict(self, key: str) -> None:
+        """One pod's worker: ask until an answer settles it, waiting between refusals."""
+        delay = self.backoff
+        kick = self.kicks[key] = asyncio.Event()
+        first = True
+        while key in self.pending:
+            pod = self.pending[key]
+            kin = (str((pod.get("metadata") or {}).get("namespace") or "default"), controller_uid(pod))
+            async with self.slots:
+                if key not in self.pending:  # it left while waiting for a slot
+                    return
+                answer = None if first and self._defer(key, kin) else await self.evictor.evict(pod)
+            first = False
+            if answer is not None and self._settled_by(key, pod, *answer):
+                return
+            if (answer is None or answer[0] == "blocked") and kin[1]:
+                self.blocked_kin.setdefault(kin, {})[key] = None
+            kick.clear()
+            await self.clock.wait(kick, delay)
+            self.blocked_kin.get(kin, {}).pop(key, None)
+            delay = min(self.max_backoff, delay * 2)
+
+    def _defer(self, key: str, kin: tuple[str, str]) -> bool:
+        """A first try while a pod of the same controller is blocked would only be refused by
+        the same budget: the pod waits with that one instead (tried at its own backoff, or
+        sooner when a pod of the controller becomes Ready), kept by the budget's last words."""
+        blocked = self.blocked_kin.get(kin) if kin[1] else None
+        if not blocked:
+            return False
+        self.report.blocked[key] = self.report.blocked.get(next(iter(blocked)), "") or \
+            "a PodDisruptionBudget does not allow it now"
+        return True
+
+    def _settled_by(self, key: str, pod: Mapping[str, Any], result: str, message: str) -> bool:
+        """Take in an answer; True when it settles the pod (evicted, gone, or refused for good)."""
+        if self.on_result is not None:
+            self.on_result(pod, result, message)
+        if result in ("evicted", "gone", "failed"):
+            self._settle(key, result, message)
+            return True
+        now, before = (self.report.blocked, self.report.failed) if result == "blocked" else \
+            (self.report.failed, self.report.blocked)
+        now[key] = message  # the last answer says why the pod is still here
+        before.pop(key, None)
+        return False
+
+    def _settle(self, key: str, result: str, message: str) -> None:
+        self.settled.add(key)
+        self.pending.pop(key, None)
+        self.report.blocked.pop(key, None)
+        if result == "failed":
+            self.report.failed[key] = message  # not retried: a person must act (two PDBs, a forbidden pod)
+        else:
+            self.report.failed.pop(key, None)
+            (self.report.evicted if result == "evicted" else self.report.gone).append(key)
+        if not self.pending:
+            self.empty.set()
+
+
+def _round_robin(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The pods in turns over their controllers (first pod of each, then second of each...), so
+    that the evictions in flight spread over many budgets and each budget's first answer comes
+    back before its next pod is tried."""
+    by_controller: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for pod in pods:
+        uid = controller_uid(pod) or pod_key(pod)  # a pod without a controller is a group of its own
+        by_controller.setdefault((str((pod.get("metadata") or {}).get("namespace")), uid), []).append(pod)
+    groups = list(by_controller.values())
+    return [group[i] for i in range(max(map(len, groups), default=0)) for group in groups if i < len(group)]

@@ -1,7 +1,7 @@
 """What a node is to spot placement: its capacity type, its pool, and whether it is about to be
 reclaimed; and what a pod is: critical, interruptible, or neither.
 
-Capacity follows the providers of docs/policies.md ("capacity", SPEC 3.3): a node is spot when
+Capacity follows the providers of docs/policies.md ("capacity"): a node is spot when
 the provider's label carries a spot value, on-demand when it carries an on-demand value (or,
 for providers that mark only spot nodes, when the label is absent), and unknown otherwise.
 An unknown never counts as spot or on-demand.
