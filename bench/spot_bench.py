@@ -1,9 +1,11 @@
 """Spot controller benchmark: how fast a reclaim signal turns into evictions, and what a drain costs.
 
-    python bench/spot_bench.py [--pods 110] [--daemonsets 5] [--drain-timeout 30] [--check]
+    python bench/spot_bench.py [--pods 110] [--daemonsets 5] [--drain-timeout 30] [--latency 0.005]
+                               [--parallel-evictions 10] [--check]
 
 Starts the fake API server (tests.kit.fakeapi, with its disruption controller) in a child
-process, loaded with a spot node holding ``--pods`` pods (a full node: the kubelet's default
+process, answering every request ``--latency`` seconds late (5 ms: a real API server's round
+trip), loaded with a spot node holding ``--pods`` pods (a full node: the kubelet's default
 limit is 110), ``--daemonsets`` of them DaemonSet pods and the rest in Deployment-like groups
 (each a ReplicaSet of its own, pods as kubelets report them: containers, probes, volumes,
 conditions, managedFields) under a mix of PodDisruptionBudgets: groups with none, groups with
@@ -20,6 +22,9 @@ cluster view, projections and settings; ``SpotController.run``). Once it has syn
 writes the spot-itn taint of aws-node-termination-handler on the spot node, and the bench prints:
 - the time from the taint write to the first eviction request arriving at the API server (both
   timestamps taken in the server's process);
+- the time from the taint write until the last pod a budget allows was evicted (every pod but
+  the DaemonSet pods and the group whose budget allows none), at the API server: the drain's
+  wall time where budgets allow;
 - the controller's CPU time (``time.process_time()`` of this process: the controller, its
   informers and HTTP client; the server's CPU is the child's) from the taint write until the
   drain ends, divided by the pods evicted. Because one budget never allows an eviction, the
@@ -28,8 +33,10 @@ writes the spot-itn taint of aws-node-termination-handler on the spot node, and 
   the replacements is all counted, and divided by the evicted pods only;
 - the evictions by result (the controller's ``placement_webhook_spot_evictions`` counter) and
   the API server's answers to them.
-Targets (issue 20): first eviction under 1 s after the taint, under 2 ms of controller CPU per
-evicted pod. ``--check`` exits 1 when one is missed.
+Targets (issue 26): the first eviction within 100 ms of the taint, every pod a budget allows
+evicted within 3 s, under 1 ms of controller CPU per evicted pod. ``--check`` exits 1 when one
+is missed. The figures are wall and CPU times on whatever machine runs it: on a shared one,
+take the median of several runs.
 """
 from __future__ import annotations
 
@@ -50,8 +57,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: the checkout's webhook and tests.kit packages
 
-FIRST_EVICTION_TARGET = 1.0  # seconds from the taint write
-CPU_TARGET_MS = 2.0  # controller CPU per evicted pod
+FIRST_EVICTION_TARGET = 0.1  # seconds from the taint write
+DRAINED_TARGET = 3.0  # seconds from the taint write until every pod a budget allows is evicted
+CPU_TARGET_MS = 1.0  # controller CPU per evicted pod
 READY = "fake API server ready"
 JSON = dict[str, Any]
 
@@ -224,6 +232,7 @@ async def _serve_api(args: argparse.Namespace) -> None:
     objects, found = cluster_objects(args.pods, args.daemonsets)
     owners = {g.name: rs_owner(g) for g in found}
     server = FakeApiServer("1.31.0", pdb_controller=True, record_requests=False)
+    server.latency = args.latency
     server.load(objects)
     server.sync_pdbs()
     stats = ServerStats()
@@ -287,7 +296,8 @@ class Child:
     @classmethod
     async def start(cls, kubeconfig: Path, args: argparse.Namespace) -> Child:
         argv = [sys.executable, __file__, "--serve-api", "--kubeconfig", str(kubeconfig), "--pods", str(args.pods),
-                "--daemonsets", str(args.daemonsets), "--replace-delay", str(args.replace_delay)]
+                "--daemonsets", str(args.daemonsets), "--replace-delay", str(args.replace_delay),
+                "--latency", str(args.latency)]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE,
                                                     stdout=asyncio.subprocess.PIPE, cwd=ROOT, env=env)
@@ -355,7 +365,8 @@ async def measure(args: argparse.Namespace, kubeconfig: Path) -> Figures:
         client = Client(cluster_config.load(str(kubeconfig)))
         spot = SpotConfig()
         cache = ClusterCache(client, projections={NODES: node_projection(spot, (DRAIN_STARTED, CORDONED_BY))})
-        settings = SpotSettings(drain_timeout=args.drain_timeout, backoff=args.backoff, max_backoff=args.max_backoff)
+        settings = SpotSettings(drain_timeout=args.drain_timeout, backoff=args.backoff, max_backoff=args.max_backoff,
+                                parallel_evictions=args.parallel_evictions)
         controller = SpotController(client, cache, spot, settings)
         calls: list[float] = []
         evict = controller.evictor.evict
@@ -420,7 +431,13 @@ def report(figures: Figures, args: argparse.Namespace) -> bool:
     first_ok = figures.first_eviction < FIRST_EVICTION_TARGET
     print(f"taint to first eviction request: {figures.first_eviction * 1000:.1f} ms at the API server "
           f"(the controller called evict {figures.first_call * 1000:.1f} ms after the taint) "
-          f"(target < {FIRST_EVICTION_TARGET:g} s): {_verdict(first_ok)}")
+          f"(target < {FIRST_EVICTION_TARGET * 1000:g} ms): {_verdict(first_ok)}")
+    allowed = figures.pods - daemonsets - never_allowed(figures.groups)
+    drained_ok = figures.evicted == allowed and figures.last_evicted < DRAINED_TARGET
+    print(f"drained where budgets allow: {figures.evicted} of the {allowed} pods a budget allows evicted, the last "
+          f"{figures.last_evicted:.2f} s after the taint (target: all, < {DRAINED_TARGET:g} s; "
+          f"{args.latency * 1000:g} ms per API call, at most {args.parallel_evictions} evictions in flight): "
+          f"{_verdict(drained_ok)}")
     per_pod = figures.cpu_seconds / figures.evicted * 1000 if figures.evicted else float("inf")
     cpu_ok = per_pod < CPU_TARGET_MS
     print(f"controller CPU per evicted pod: {per_pod:.2f} ms (target < {CPU_TARGET_MS:g} ms): {_verdict(cpu_ok)}; "
@@ -430,10 +447,14 @@ def report(figures: Figures, args: argparse.Namespace) -> bool:
           + "; the API server answered " + ", ".join(f"{v} x {k}" for k, v in figures.answers.items())
           + "; Events written: " + (", ".join(f"{k} {v}" for k, v in figures.events.items()) or "none"))
     kept = f"{len(figures.kept)} pod(s) kept by a budget at the deadline" if figures.kept else "nothing kept"
-    print(f"drain: the last pod evicted {figures.last_evicted:.1f} s after the taint; {kept} "
-          f"(--drain-timeout {args.drain_timeout:g} s, backoff {args.backoff:g}-{args.max_backoff:g} s); "
+    print(f"drain: {kept} (--drain-timeout {args.drain_timeout:g} s, backoff {args.backoff:g}-{args.max_backoff:g} s); "
           f"{figures.replaced} replacements; the fake API server used {figures.server_cpu:.2f} s of CPU (not counted)")
-    return first_ok and cpu_ok
+    return first_ok and drained_ok and cpu_ok
+
+
+def never_allowed(found: list[Group]) -> int:
+    """The pods of the group whose budget never allows an eviction."""
+    return sum(g.size for g in found if g.kind == NEVER)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -445,6 +466,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-backoff", type=float, default=10.0, help="longest retry interval (the default)")
     parser.add_argument("--replace-delay", type=float, default=0.2,
                         help="seconds from an eviction until its replacement is Ready elsewhere")
+    parser.add_argument("--latency", type=float, default=0.005,
+                        help="seconds the API server adds to every request: the network's round trip")
+    parser.add_argument("--parallel-evictions", type=int, default=10,
+                        help="evictions in flight at once (the controller's default)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--serve-api", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", type=Path, help=argparse.SUPPRESS)

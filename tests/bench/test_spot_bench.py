@@ -42,8 +42,13 @@ def test_the_bench_drains_a_tiny_node_and_reports_every_figure(run_bench: RunBen
     out = run_bench("spot_bench.py", "--pods", "20", "--daemonsets", "2", "--drain-timeout", "3",
                     "--backoff", "0.05", "--max-backoff", "0.2", "--replace-delay", "0.05")
     assert out.startswith("spot node with 20 pods: 2 DaemonSet pods and "), out
-    assert re.search(r"taint to first eviction request: [\d.]+ ms at the API server .*\(target < 1 s\): ok", out), out
-    assert re.search(r"controller CPU per evicted pod: [\d.]+ ms \(target < 2 ms\): (ok|MISSED); \d+ ms of CPU over "
+    first = re.search(r"taint to first eviction request: ([\d.]+) ms at the API server .*\(target < 100 ms\): "
+                      r"(ok|MISSED)", out)
+    assert first and float(first.group(1)) < 1000, out  # the target is for a full node; a second at most here
+    assert re.search(r"drained where budgets allow: 15 of the 15 pods a budget allows evicted, the last [\d.]+ s "
+                     r"after the taint \(target: all, < 3 s; 5 ms per API call, at most 10 evictions in flight\): ok",
+                     out), out
+    assert re.search(r"controller CPU per evicted pod: [\d.]+ ms \(target < 1 ms\): (ok|MISSED); \d+ ms of CPU over "
                      r"the [\d.]+ s drain, 15 pods evicted", out), out
     assert "evictions by result: evicted 15, gone 0, blocked " in out and "the API server answered 15 x 201" in out, out
     assert "Events written: " in out and "Evicted 15" in out and "DrainTimeout 1" in out, out
