@@ -6,7 +6,7 @@ For each cluster size it builds a synthetic cluster the way a real fleet looks: 
 view bench's Nodes (3 zones, 5 instance types, dedicated and cordoned nodes, a node under
 maintenance), each running ``--pods-per-node`` pods of mixed requests, one in five with
 preferred or required pod anti-affinity of its own. Then it places a Deployment's replicas
-one after another (``kube.scheduler.place``: each replica sees the ones before), the
+one after another (``scheduler.place``: each replica sees the ones before), the
 Deployment having required one-per-node anti-affinity on ``kubernetes.io/hostname``, a zone
 topology spread (maxSkew 1, DoNotSchedule) and required node affinity.
 
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.cluster_bench import make_node
-from webhook.kube.scheduler import Cluster, place
+from webhook.scheduler import Cluster, place
 
 JSON = dict[str, Any]
 TARGETS = {500: 200.0, 5000: 20.0}

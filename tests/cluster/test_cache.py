@@ -14,7 +14,7 @@ from webhook.cluster.cache import NAMESPACES, NODES, PRIORITY_CLASSES, ClusterCa
 from webhook.cluster.client import Client
 from webhook.cluster.config import ClusterConfig
 from webhook.cluster.view import ClusterView
-from webhook.kube.scheduler.filters import NodeEligibility
+from webhook.scheduler.filters import NodeEligibility
 
 Until = Callable[..., Any]
 

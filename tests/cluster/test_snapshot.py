@@ -20,9 +20,9 @@ from webhook.cluster.snapshot import (
     project_workload,
     read_once,
 )
-from webhook.kube.scheduler.cluster import Cluster
-from webhook.kube.scheduler.podinfo import PodInfo
-from webhook.kube.scheduler.resources import pod_requests, scorer_requests
+from webhook.scheduler.cluster import Cluster
+from webhook.scheduler.podinfo import PodInfo
+from webhook.scheduler.resources import pod_requests, scorer_requests
 
 JSON = dict[str, Any]
 

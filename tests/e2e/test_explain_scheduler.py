@@ -441,7 +441,7 @@ def explain_in_process(step: Step, names: Names, objects: list[dict[str, Any]],
     from webhook.explain.report import explain
     from webhook.explain.state import ClusterState
     from webhook.kube.kinds import BUILTIN
-    from webhook.kube.scheduler import Options
+    from webhook.scheduler import Options
 
     obj = step.workload(names)
     target = BUILTIN.for_object(obj)

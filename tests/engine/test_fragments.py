@@ -11,7 +11,7 @@ from tests.kit.engine import preferred_score
 from tests.kit.policies import policy as make_policy
 from tests.kit.workloads import node
 from webhook.engine import fragments
-from webhook.kube.scheduler.nodeaffinity import terms_match
+from webhook.scheduler.nodeaffinity import terms_match
 
 
 def expr(key: str, op: str, *values: str) -> dict[str, Any]:

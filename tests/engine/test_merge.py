@@ -11,7 +11,7 @@ from tests.kit.policies import policy as make_policy
 from tests.kit.workloads import deployment, node, pod_spec_of, required_terms
 from webhook.engine import merge
 from webhook.engine.placement import PlacementError
-from webhook.kube.scheduler.nodeaffinity import terms_match
+from webhook.scheduler.nodeaffinity import terms_match
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PREF = "preferredDuringSchedulingIgnoredDuringExecution"

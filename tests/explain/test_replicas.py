@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.kube.scheduler.builders import node, pod, pod_affinity, selector, term
+from tests.scheduler.builders import node, pod, pod_affinity, selector, term
 from webhook.explain.report import Explanation, explain
 from webhook.explain.state import ClusterState
 from webhook.kube.kinds import BUILTIN

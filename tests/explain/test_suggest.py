@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.kube.scheduler.builders import HOSTNAME, ONE_PER_NODE, deployment, node, nodes, running
+from tests.scheduler.builders import HOSTNAME, ONE_PER_NODE, deployment, node, nodes, running
 from webhook.explain.simulate import place_all
 from webhook.explain.suggest import Rank, dedicated_taint, suggest
 from webhook.explain.workloads import build
 from webhook.kube.kinds import BUILTIN
-from webhook.kube.scheduler import Cluster
+from webhook.scheduler import Cluster
 
 Obj = dict[str, Any]
 SSD_IN_ZONE_A = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from webhook.explain.workloads import build, wukong_pod_spec
 from webhook.kube.kinds import BUILTIN
-from webhook.kube.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity, terms_match
+from webhook.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity, terms_match
 
 
 def target(kind: str) -> Any:

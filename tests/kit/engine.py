@@ -8,7 +8,7 @@ from typing import Any
 from webhook.engine import admission, placement
 from webhook.engine.context import PlacementError
 from webhook.kube.kinds import BUILTIN, Target
-from webhook.kube.scheduler.nodeaffinity import PreferredTerms, node_identity
+from webhook.scheduler.nodeaffinity import PreferredTerms, node_identity
 from webhook.policy.policyset import Policy
 
 

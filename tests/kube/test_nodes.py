@@ -1,6 +1,6 @@
 """The cluster view and the scheduler predicates the engine counts nodes with.
 
-The matching itself is the scheduler model's (kube.scheduler); these tests pin it down as
+The matching itself is the scheduler model's (scheduler); these tests pin it down as
 the engine's rollout rules and the test kit read it: Node dicts in, yes or no out.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from tests.kit.workloads import node
 from webhook.cluster.view import ClusterView, StaticClusterView
 from webhook.engine import rollout
 from webhook.kube.nodes import label_int, term_contradiction, tolerates
-from webhook.kube.scheduler.filters import NodeEligibility
-from webhook.kube.scheduler.nodeaffinity import terms_match
+from webhook.scheduler.filters import NodeEligibility
+from webhook.scheduler.nodeaffinity import terms_match
 
 
 def requirement_matches(req: dict[str, Any], label: str | None) -> bool:

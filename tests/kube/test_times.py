@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from webhook.kube.scheduler import Cluster
+from webhook.scheduler import Cluster
 from webhook.kube.times import format_micro_time, format_time, parse_time, timestamp
 
 

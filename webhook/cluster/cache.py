@@ -40,7 +40,7 @@ def _meta(obj: Object) -> Mapping[str, Any]:
 
 
 def project_node(obj: Object) -> Projected:
-    """What the engine's node predicates read (``NodeEligibility`` of kube.scheduler.filters,
+    """What the engine's node predicates read (``NodeEligibility`` of scheduler.filters,
     behind the rollout's domain count): name, labels, taints, unschedulable; plus allocatable
     and the Ready condition for later users. Heartbeat timestamps are left out, so status reports change nothing here."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}

@@ -2,7 +2,7 @@
 
 Each workload of the input is mutated by the policies as admission would (unless
 ``--no-policies``), turned into the pods its controller would create, and placed one pod at
-a time by the model of the kube-scheduler's default profile (``webhook.kube.scheduler``) on
+a time by the model of the kube-scheduler's default profile (``webhook.scheduler``) on
 the cluster state: files (``kubectl get ... -o yaml``) or the live cluster, read once. A
 Deployment or StatefulSet already running there is explained as its update (``--update`` is
 then the default). Changes that would make a Pending replica place or a stuck rollout finish
@@ -31,8 +31,8 @@ from webhook.kube import objects
 if TYPE_CHECKING:
     from webhook.explain.report import Explanation
     from webhook.explain.state import ClusterState
-    from webhook.kube.scheduler.plan import Options
-    from webhook.kube.scheduler.release import Release
+    from webhook.scheduler.plan import Options
+    from webhook.scheduler.release import Release
     from webhook.policy.policyset import PolicySet
 
 HELP = "simulate the kube-scheduler placing (mutated) workloads and rolling them out; diagnose and suggest fixes"
@@ -77,7 +77,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _version(text: str) -> Release:
     """MAJOR.MINOR, or MAJOR.MINOR.PATCH where a patch release's words differ (1.34.1)."""
-    from webhook.kube.scheduler.release import parse_release
+    from webhook.scheduler.release import parse_release
 
     found = parse_release(text) if re.fullmatch(r"v?\d+\.\d+(\.\d+)?", text) else None
     if found is None:
@@ -144,7 +144,7 @@ class _Version:
         return self.version is not None
 
     def options(self) -> Options:
-        from webhook.kube.scheduler.plan import Options
+        from webhook.scheduler.plan import Options
 
         return Options.for_version(self.version)
 
@@ -156,7 +156,7 @@ def _cluster_state(args: argparse.Namespace) -> tuple[ClusterState, _Version] | 
     cluster)."""
     from webhook.cluster.cache import MATCH_LABEL_KEYS_SINCE
     from webhook.explain.state import ClusterState
-    from webhook.kube.scheduler.release import Release
+    from webhook.scheduler.release import Release
 
     given = _Version(args.kubernetes_version, "--kubernetes-version") if args.kubernetes_version else _Version(None)
     if bool(args.cluster_state) == bool(args.kubeconfig):

@@ -24,7 +24,7 @@ from webhook.kube import selectors
 from webhook.kube.deployment import API_DEFAULT, REVISION_KEY, resolve
 from webhook.kube.kinds import Target
 from webhook.kube.pointers import get_path
-from webhook.kube.scheduler.filters import NodeEligibility
+from webhook.scheduler.filters import NodeEligibility
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from webhook.explain.suggest import Suggestion, suggest
 from webhook.explain.workloads import Workload, build
 from webhook.kube import pointers
 from webhook.kube.kinds import Target
-from webhook.kube.scheduler.cluster import Cluster
-from webhook.kube.scheduler.framework import Result
-from webhook.kube.scheduler.plan import Options
-from webhook.kube.scheduler.rollingupdate import RolloutVerdict, rolling_update
+from webhook.scheduler.cluster import Cluster
+from webhook.scheduler.framework import Result
+from webhook.scheduler.plan import Options
+from webhook.scheduler.rollingupdate import RolloutVerdict, rolling_update
 
 __all__ = ["Explanation", "Progress", "ReplicaRow", "explain", "render"]
 

@@ -21,11 +21,11 @@ from typing import Any
 from webhook.explain.workloads import Workload
 from webhook.kube import selectors
 from webhook.kube.deployment import REVISION_KEY
-from webhook.kube.scheduler.cluster import Cluster
-from webhook.kube.scheduler.framework import Result, place
-from webhook.kube.scheduler.plan import Options
-from webhook.kube.scheduler.podinfo import PodInfo
-from webhook.kube.scheduler.rollingupdate import RolloutStep, RolloutVerdict
+from webhook.scheduler.cluster import Cluster
+from webhook.scheduler.framework import Result, place
+from webhook.scheduler.plan import Options
+from webhook.scheduler.podinfo import PodInfo
+from webhook.scheduler.rollingupdate import RolloutStep, RolloutVerdict
 
 __all__ = ["PlacementVerdict", "Replica", "owned_pods", "place_all", "selected_pods", "statefulset_update"]
 

@@ -1,7 +1,7 @@
 """The cluster ``explain`` simulates on, from ``kubectl get ... -o yaml`` dumps or a live read.
 
 One pass sorts the objects by kind: Nodes and Pods become the scheduler's snapshot
-(``kube.scheduler.Cluster``), Namespaces give the labels namespace selectors read,
+(``scheduler.Cluster``), Namespaces give the labels namespace selectors read,
 PriorityClasses the priority admission would give, PodDisruptionBudgets what preemption
 weighs, and Deployments, StatefulSets, DaemonSets and ReplicaSets which workloads exist (an
 existing Deployment is explained as an update). What the snapshot cannot hold is said, never
@@ -18,7 +18,7 @@ from typing import Any
 
 from webhook.cluster.view import StaticClusterView
 from webhook.kube.objects import flatten
-from webhook.kube.scheduler.cluster import Cluster
+from webhook.scheduler.cluster import Cluster
 
 __all__ = ["WORKLOAD_KINDS", "ClusterState"]
 

@@ -40,9 +40,9 @@ from webhook.kube.deployment import REVISION_KEY
 from webhook.kube.kinds import Target
 from webhook.kube.nodes import parse_int64
 from webhook.kube.pointers import get_path
-from webhook.kube.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity
-from webhook.kube.scheduler.rollingupdate import template_hash
-from webhook.kube.scheduler.taints import find_untolerated
+from webhook.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity
+from webhook.scheduler.rollingupdate import template_hash
+from webhook.scheduler.taints import find_untolerated
 
 __all__ = ["BUILTIN_PRIORITY_CLASSES", "Workload", "WorkloadError", "build", "wukong_pod_spec"]
 

@@ -3,8 +3,8 @@
 ``parse_int64`` and ``label_int`` are how Gt/Lt read integers; ``tolerates`` is
 ``Toleration.ToleratesTaint`` of k8s.io/api/core/v1; ``term_contradiction`` says why a
 NodeSelectorTerm can match no node at all (what lint and the engine report). Matching a
-term or a pod against a node is the scheduler model's (``kube.scheduler.nodeaffinity``,
-``kube.scheduler.filters.NodeEligibility``): one implementation, used everywhere.
+term or a pod against a node is the scheduler model's (``scheduler.nodeaffinity``,
+``scheduler.filters.NodeEligibility``): one implementation, used everywhere.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from webhook.cluster.cache import NODES, ClusterCache
 from webhook.cluster.client import ApiError, Client
 from webhook.cluster.controllers import first
 from webhook.cluster.snapshot import POD_PATH, SharedValues, project_pod
-from webhook.kube.scheduler.resources import Resource
+from webhook.scheduler.resources import Resource
 from webhook.labeler.metrics import LabelerMetrics
 from webhook.labeler.values import DEFAULT_GPU_RESOURCES, LABELS, NodeLabels, RequestsMemo, Steps, compute
 from webhook.labeler.writes import Change, PassReport, Writer, plan

@@ -30,7 +30,7 @@ from typing import Any
 
 from webhook import PREFIX
 from webhook.engine.fragments import AVAILABLE_LABELS, USAGE_LABELS
-from webhook.kube.scheduler.resources import Resource, pod_requests, to_resource
+from webhook.scheduler.resources import Resource, pod_requests, to_resource
 
 __all__ = [
     "DEFAULT_GPU_RESOURCES",

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from webhook.kube.scheduler.labels import Selector
-from webhook.kube.scheduler.nodeinfo import NodeInfo
-from webhook.kube.scheduler.plan import PodPlan
-from webhook.kube.scheduler.podinfo import PodInfo
-from webhook.kube.scheduler.spread import HOSTNAME, PLUGIN, Constraint
-from webhook.kube.scheduler.status import UNRESOLVABLE, UNSCHEDULABLE, Failure, Reason
-from webhook.kube.scheduler.taints import find_untolerated
+from webhook.scheduler.labels import Selector
+from webhook.scheduler.nodeinfo import NodeInfo
+from webhook.scheduler.plan import PodPlan
+from webhook.scheduler.podinfo import PodInfo
+from webhook.scheduler.spread import HOSTNAME, PLUGIN, Constraint
+from webhook.scheduler.status import UNRESOLVABLE, UNSCHEDULABLE, Failure, Reason
+from webhook.scheduler.taints import find_untolerated
 
 
 def counts_node(c: Constraint, plan: PodPlan, node: NodeInfo) -> bool:

@@ -12,8 +12,8 @@ nominated pods, extenders, percentageOfNodesToScore.
     result.chosen, result.message, result.failures["node-3"], result.breakdown("node-1")
     placement = place(pod, cluster)           # placement.cluster has the pod bound
 """
-from webhook.kube.scheduler.cluster import Cluster
-from webhook.kube.scheduler.framework import (
+from webhook.scheduler.cluster import Cluster
+from webhook.scheduler.framework import (
     Placement,
     PluginScore,
     Result,
@@ -21,11 +21,11 @@ from webhook.kube.scheduler.framework import (
     prioritize,
     schedule,
 )
-from webhook.kube.scheduler.nodeinfo import NodeInfo
-from webhook.kube.scheduler.plan import DEFAULT_WEIGHTS, Options
-from webhook.kube.scheduler.podinfo import PodInfo
-from webhook.kube.scheduler.preemption import Candidate, Preemption
-from webhook.kube.scheduler.status import UNRESOLVABLE, UNSCHEDULABLE, Failure, Reason
+from webhook.scheduler.nodeinfo import NodeInfo
+from webhook.scheduler.plan import DEFAULT_WEIGHTS, Options
+from webhook.scheduler.podinfo import PodInfo
+from webhook.scheduler.preemption import Candidate, Preemption
+from webhook.scheduler.status import UNRESOLVABLE, UNSCHEDULABLE, Failure, Reason
 
 __all__ = [
     "DEFAULT_WEIGHTS",

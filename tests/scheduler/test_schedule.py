@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.kube.scheduler.builders import (
+from tests.scheduler.builders import (
     HOSTNAME,
     expr,
     node,
@@ -19,7 +19,7 @@ from tests.kube.scheduler.builders import (
     spread,
     term,
 )
-from webhook.kube.scheduler import (
+from webhook.scheduler import (
     DEFAULT_WEIGHTS,
     Cluster,
     Options,

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from webhook.kube.scheduler.nodeaffinity import node_identity
-from webhook.kube.scheduler.podinfo import PodInfo
-from webhook.kube.scheduler.resources import Resource, to_resource
+from webhook.scheduler.nodeaffinity import node_identity
+from webhook.scheduler.podinfo import PodInfo
+from webhook.scheduler.resources import Resource, to_resource
 
 __all__ = ["NodeInfo"]
 

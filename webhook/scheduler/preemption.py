@@ -21,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from webhook.kube.scheduler.labels import compile_selector
-from webhook.kube.scheduler.nodeinfo import NodeInfo
-from webhook.kube.scheduler.podinfo import PodInfo
-from webhook.kube.scheduler.status import (
+from webhook.scheduler.labels import compile_selector
+from webhook.scheduler.nodeinfo import NodeInfo
+from webhook.scheduler.podinfo import PodInfo
+from webhook.scheduler.status import (
     ERROR,
     UNRESOLVABLE,
     UNSCHEDULABLE,
@@ -34,8 +34,8 @@ from webhook.kube.scheduler.status import (
 )
 
 if TYPE_CHECKING:
-    from webhook.kube.scheduler.cluster import Cluster
-    from webhook.kube.scheduler.state import PlanState
+    from webhook.scheduler.cluster import Cluster
+    from webhook.scheduler.state import PlanState
 
 __all__ = ["Candidate", "Preemption", "preempt"]
 

@@ -34,10 +34,10 @@ from typing import Any
 
 from webhook.kube import selectors
 from webhook.kube.deployment import API_DEFAULT, REVISION_KEY, resolve
-from webhook.kube.scheduler.cluster import Cluster
-from webhook.kube.scheduler.framework import Result, place
-from webhook.kube.scheduler.plan import Options
-from webhook.kube.scheduler.podinfo import PodInfo
+from webhook.scheduler.cluster import Cluster
+from webhook.scheduler.framework import Result, place
+from webhook.scheduler.plan import Options
+from webhook.scheduler.podinfo import PodInfo
 
 __all__ = ["RolloutStep", "RolloutVerdict", "rolling_update"]
 

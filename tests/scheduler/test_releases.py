@@ -3,7 +3,7 @@
 The expected strings are the plugins' own, release by release: v1.20.2's are in its source
 (taint_toleration.go, node_affinity.go, node_name.go, interpodaffinity/filtering.go,
 FitError.Error in core/generic_scheduler.go); the later ones are the releases' named in
-``webhook.kube.scheduler.release``.
+``webhook.scheduler.release``.
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.kube.scheduler.builders import HOSTNAME, node, pod, pod_affinity, required_nodes, selector, term
-from webhook.kube.scheduler import Cluster, Options, schedule
-from webhook.kube.scheduler.release import NEWEST_PATCH, Release, parse_release
+from tests.scheduler.builders import HOSTNAME, node, pod, pod_affinity, required_nodes, selector, term
+from webhook.scheduler import Cluster, Options, schedule
+from webhook.scheduler.release import NEWEST_PATCH, Release, parse_release
 
 CAPACITY = {"cpu": "4", "memory": "8Gi", "pods": "110"}
 DB_TAINT = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}

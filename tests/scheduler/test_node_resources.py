@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.kube.scheduler.builders import node, pod, state_for
-from webhook.kube.scheduler import Cluster, Options, prioritize
-from webhook.kube.scheduler.filters import node_resources_fit
+from tests.scheduler.builders import node, pod, state_for
+from webhook.scheduler import Cluster, Options, prioritize
+from webhook.scheduler.filters import node_resources_fit
 
 A, B = "example.com/aaa", "example.com/bbb"
 K8S_A, K8S_B = "kubernetes.io/something", "subdomain.kubernetes.io/something"

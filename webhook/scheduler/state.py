@@ -12,25 +12,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.kube.scheduler.cluster import Cluster
-from webhook.kube.scheduler.filters import (
+from webhook.scheduler.cluster import Cluster
+from webhook.scheduler.filters import (
     STATIC_FILTERS,
     node_ports,
     node_resources_fit,
 )
-from webhook.kube.scheduler.interpod import InterPodFilterState, InterPodScoreState
-from webhook.kube.scheduler.nodeinfo import NodeInfo
-from webhook.kube.scheduler.plan import Options, PodPlan, signature
-from webhook.kube.scheduler.podinfo import PodInfo
-from webhook.kube.scheduler.release import V1_24
-from webhook.kube.scheduler.scores import (
+from webhook.scheduler.interpod import InterPodFilterState, InterPodScoreState
+from webhook.scheduler.nodeinfo import NodeInfo
+from webhook.scheduler.plan import Options, PodPlan, signature
+from webhook.scheduler.podinfo import PodInfo
+from webhook.scheduler.release import V1_24
+from webhook.scheduler.scores import (
     balanced_allocation,
     least_allocated,
     node_affinity_raw,
     taint_raw,
 )
-from webhook.kube.scheduler.spreadstate import SpreadFilterState, SpreadScoreState
-from webhook.kube.scheduler.status import UNRESOLVABLE, Failure, Reason
+from webhook.scheduler.spreadstate import SpreadFilterState, SpreadScoreState
+from webhook.scheduler.status import UNRESOLVABLE, Failure, Reason
 
 __all__ = ["PlanState", "plan_state"]
 

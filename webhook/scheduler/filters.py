@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from webhook.kube.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity
-from webhook.kube.scheduler.nodeinfo import NodeInfo
-from webhook.kube.scheduler.status import UNRESOLVABLE, UNSCHEDULABLE, Failure, Reason
-from webhook.kube.scheduler.taints import (
+from webhook.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity
+from webhook.scheduler.nodeinfo import NodeInfo
+from webhook.scheduler.status import UNRESOLVABLE, UNSCHEDULABLE, Failure, Reason
+from webhook.scheduler.taints import (
     UNSCHEDULABLE_TAINT,
     find_untolerated,
     tolerations_tolerate,
 )
 
 if TYPE_CHECKING:
-    from webhook.kube.scheduler.plan import Options, PodPlan
+    from webhook.scheduler.plan import Options, PodPlan
 
 __all__ = ["NODE_FILTERS", "NodeEligibility", "node_affinity", "node_name", "node_ports", "node_resources_fit",
            "node_unschedulable", "taint_toleration"]

@@ -6,9 +6,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.kube.scheduler.builders import ONE_PER_NODE, deployment, nodes, running
-from webhook.kube.scheduler import Cluster
-from webhook.kube.scheduler.rollingupdate import rolling_update
+from tests.scheduler.builders import ONE_PER_NODE, deployment, nodes, running
+from webhook.scheduler import Cluster
+from webhook.scheduler.rollingupdate import rolling_update
 
 
 def test_adding_one_per_node_spread_with_surge_one_and_none_unavailable_is_stuck() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.kube.scheduler.builders import (
+from tests.scheduler.builders import (
     node,
     pod,
     pod_affinity,
@@ -17,8 +17,8 @@ from tests.kube.scheduler.builders import (
     state_for,
     term,
 )
-from webhook.kube.scheduler import Cluster, Failure, place, schedule
-from webhook.kube.scheduler.preemption import preempt
+from webhook.scheduler import Cluster, Failure, place, schedule
+from webhook.scheduler.preemption import preempt
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}

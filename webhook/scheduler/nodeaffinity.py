@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.kube.scheduler.labels import NodeRequirement, str_labels
+from webhook.scheduler.labels import NodeRequirement, str_labels
 
 __all__ = ["NodeSelectorTerm", "PreferredTerms", "RequiredNodeAffinity", "node_identity", "prefilter_node_names",
            "terms_match"]

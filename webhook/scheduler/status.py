@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from webhook.kube.scheduler.release import GENERIC_TAINT, V1_21, V1_22, V1_24, V1_25, V1_30, Release, since
+from webhook.scheduler.release import GENERIC_TAINT, V1_21, V1_22, V1_24, V1_25, V1_30, Release, since
 
 __all__ = [
     "ERROR",

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.kube.scheduler.labels import Selector, compile_selector
+from webhook.scheduler.labels import Selector, compile_selector
 
 PLUGIN = "PodTopologySpread"
 HOSTNAME = "kubernetes.io/hostname"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.kube.scheduler.builders import (
+from tests.scheduler.builders import (
     HOSTNAME,
     expr,
     node,
@@ -18,7 +18,7 @@ from tests.kube.scheduler.builders import (
     spread,
     state_for,
 )
-from webhook.kube.scheduler import Cluster, prioritize, schedule
+from webhook.scheduler import Cluster, prioritize, schedule
 
 FOO, BAR = selector(exists=["foo"]), selector(exists=["bar"])
 UNSCHEDULABLE_TAINT = [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]

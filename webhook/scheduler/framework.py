@@ -17,13 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from webhook.kube.scheduler.cluster import Cluster
-from webhook.kube.scheduler.nodeinfo import NodeInfo
-from webhook.kube.scheduler.plan import Options
-from webhook.kube.scheduler.podinfo import pod_key
-from webhook.kube.scheduler.scores import best_effort, default_normalize
-from webhook.kube.scheduler.state import PlanState, plan_state
-from webhook.kube.scheduler.status import (
+from webhook.scheduler.cluster import Cluster
+from webhook.scheduler.nodeinfo import NodeInfo
+from webhook.scheduler.plan import Options
+from webhook.scheduler.podinfo import pod_key
+from webhook.scheduler.scores import best_effort, default_normalize
+from webhook.scheduler.state import PlanState, plan_state
+from webhook.scheduler.status import (
     UNRESOLVABLE,
     Failure,
     Reason,
@@ -31,7 +31,7 @@ from webhook.kube.scheduler.status import (
 )
 
 if TYPE_CHECKING:
-    from webhook.kube.scheduler.preemption import Preemption
+    from webhook.scheduler.preemption import Preemption
 
 __all__ = ["Placement", "PluginScore", "Result", "place", "prioritize", "schedule"]
 
@@ -172,7 +172,7 @@ def _unschedulable(state: PlanState, cluster: Cluster, pod: Mapping[str, Any], n
 
 
 def _preempt(state: PlanState, cluster: Cluster, filtered: Mapping[str, Failure], num_nodes: int) -> Preemption:
-    from webhook.kube.scheduler.preemption import (
+    from webhook.scheduler.preemption import (
         preempt,  # preemption runs the filters of this module's state
     )
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from webhook.kube.scheduler.nodeinfo import NodeInfo
-from webhook.kube.scheduler.podinfo import AffinityTerm, PodInfo, WeightedTerm
-from webhook.kube.scheduler.release import Release
-from webhook.kube.scheduler.status import UNRESOLVABLE, UNSCHEDULABLE, Failure, Reason
+from webhook.scheduler.nodeinfo import NodeInfo
+from webhook.scheduler.podinfo import AffinityTerm, PodInfo, WeightedTerm
+from webhook.scheduler.release import Release
+from webhook.scheduler.status import UNRESOLVABLE, UNSCHEDULABLE, Failure, Reason
 
 if TYPE_CHECKING:
-    from webhook.kube.scheduler.plan import PodPlan
+    from webhook.scheduler.plan import PodPlan
 
 __all__ = ["InterPodFilterState", "InterPodScoreState"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.kube.scheduler.builders import (
+from tests.scheduler.builders import (
     node,
     pod,
     pod_affinity,
@@ -15,7 +15,7 @@ from tests.kube.scheduler.builders import (
     state_for,
     term,
 )
-from webhook.kube.scheduler import Cluster, prioritize
+from webhook.scheduler import Cluster, prioritize
 
 NAMESPACES = {"subteam1.team1": {"team": "team1"}, "subteam2.team1": {"team": "team1"},
               "subteam1.team2": {"team": "team2"}, "subteam2.team2": {"team": "team2"}}

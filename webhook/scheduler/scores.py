@@ -15,14 +15,14 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from webhook.kube.scheduler.nodeinfo import NodeInfo
-from webhook.kube.scheduler.taints import (
+from webhook.scheduler.nodeinfo import NodeInfo
+from webhook.scheduler.taints import (
     count_intolerable_prefer_no_schedule,
     prefer_no_schedule_tolerations,
 )
 
 if TYPE_CHECKING:
-    from webhook.kube.scheduler.plan import PodPlan
+    from webhook.scheduler.plan import PodPlan
 
 __all__ = ["balanced_allocation", "default_normalize", "least_allocated", "node_affinity_raw", "taint_raw"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from webhook.kube.scheduler import Cluster, Options
-from webhook.kube.scheduler.state import PlanState, plan_state
+from webhook.scheduler import Cluster, Options
+from webhook.scheduler.state import PlanState, plan_state
 
 Obj = dict[str, Any]
 HOSTNAME = "kubernetes.io/hostname"

@@ -11,21 +11,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.kube.scheduler.labels import compile_selector
-from webhook.kube.scheduler.nodeaffinity import (
+from webhook.scheduler.labels import compile_selector
+from webhook.scheduler.nodeaffinity import (
     PreferredTerms,
     RequiredNodeAffinity,
     prefilter_node_names,
 )
-from webhook.kube.scheduler.podinfo import PodInfo
-from webhook.kube.scheduler.release import Release, since
-from webhook.kube.scheduler.resources import (
+from webhook.scheduler.podinfo import PodInfo
+from webhook.scheduler.release import Release, since
+from webhook.scheduler.resources import (
     Resource,
     pod_requests,
     scorer_requests,
     to_resource,
 )
-from webhook.kube.scheduler.spread import Constraint, spread_constraints
+from webhook.scheduler.spread import Constraint, spread_constraints
 
 __all__ = ["DEFAULT_WEIGHTS", "Options", "PodPlan", "signature"]
 

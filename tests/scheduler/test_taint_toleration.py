@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from tests.kube.scheduler.builders import node, pod, state_for
-from webhook.kube.scheduler import UNRESOLVABLE, Options, prioritize
-from webhook.kube.scheduler.filters import node_unschedulable, taint_toleration
+from tests.scheduler.builders import node, pod, state_for
+from webhook.scheduler import UNRESOLVABLE, Options, prioritize
+from webhook.scheduler.filters import node_unschedulable, taint_toleration
 
 
 def _taint(key: str, value: str, effect: str) -> dict[str, str]:

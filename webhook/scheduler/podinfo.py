@@ -15,13 +15,13 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from webhook.kube.scheduler.labels import (
+from webhook.scheduler.labels import (
     NOTHING,
     Selector,
     compile_selector,
     str_labels,
 )
-from webhook.kube.scheduler.resources import (
+from webhook.scheduler.resources import (
     Resource,
     non_zero_requests,
     pod_requests,

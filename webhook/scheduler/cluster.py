@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from webhook.kube.objects import flatten
-from webhook.kube.scheduler.labels import str_labels
-from webhook.kube.scheduler.nodeinfo import NodeInfo
-from webhook.kube.scheduler.podinfo import PodInfo
+from webhook.scheduler.labels import str_labels
+from webhook.scheduler.nodeinfo import NodeInfo
+from webhook.scheduler.podinfo import PodInfo
 
 __all__ = ["Cluster", "Tracker"]
 

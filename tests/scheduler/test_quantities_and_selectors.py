@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.kube.scheduler.builders import pod
+from tests.scheduler.builders import pod
 from webhook.kube import selectors
-from webhook.kube.scheduler.labels import NodeRequirement, compile_selector, parse_int64
-from webhook.kube.scheduler.resources import (
+from webhook.scheduler.labels import NodeRequirement, compile_selector, parse_int64
+from webhook.scheduler.resources import (
     non_zero_requests,
     pod_requests,
     quantity,

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from tests.kube.scheduler.builders import expr, node, pod, required_nodes, state_for
-from webhook.kube.scheduler import Cluster, Options, prioritize, schedule
-from webhook.kube.scheduler.filters import node_affinity
-from webhook.kube.scheduler.nodeaffinity import prefilter_node_names
+from tests.scheduler.builders import expr, node, pod, required_nodes, state_for
+from webhook.scheduler import Cluster, Options, prioritize, schedule
+from webhook.scheduler.filters import node_affinity
+from webhook.scheduler.nodeaffinity import prefilter_node_names
 
 
 def _fields(*names: str) -> dict[str, Any]:
