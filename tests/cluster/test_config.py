@@ -105,7 +105,7 @@ def test_the_token_file_is_re_read_every_minute(tmp_path: Path) -> None:
 def test_the_server_never_falls_back_to_a_kubeconfig_its_environment_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # SPEC: --kubeconfig, else the in-cluster service account; $KUBECONFIG is for the CLI only.
+    # The rule: --kubeconfig, else the in-cluster service account; $KUBECONFIG is for the CLI only.
     stray = tmp_path / "stray.kubeconfig"
     stray.write_text("not: used\n")
     monkeypatch.setenv("KUBECONFIG", str(stray))

@@ -1,4 +1,4 @@
-"""The cluster read once, for ``placement-webhook explain --kubeconfig`` (SPEC sections 6 and 7).
+"""The cluster read once, for ``placement-webhook explain --kubeconfig`` (docs/explain.md).
 
 ``read_once`` lists Nodes, Namespaces, PriorityClasses, Pods, PodDisruptionBudgets,
 Deployments, ReplicaSets, StatefulSets and DaemonSets through the same watch-backed
@@ -15,7 +15,7 @@ What is read is what the kube-scheduler's own informers see:
 * PodDisruptionBudgets come from ``policy/v1`` when the server serves it, else from
   ``policy/v1beta1`` (v1.19 and v1.20 servers), chosen by discovery (``GET /apis/policy``).
 
-Each object keeps only what the model reads (SPEC 6: 150,000 pods in well under 1 GiB): the
+Each object keeps only what the model reads (150,000 pods must fit in well under 1 GiB): the
 projections keep subtrees of the object they were given (which the informer decodes for them
 and then drops) rather than copies, and the pods of one read share equal subtrees (the replicas
 of a workload carry the same affinity, tolerations, containers and labels), which takes a

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 HELP = "simulate the kube-scheduler placing (mutated) workloads and rolling them out; diagnose and suggest fixes"
 OUTPUTS = ("text", "yaml", "json")
 PROGRESS_AFTER = 1.0  # seconds of work before a terminal gets a progress line
-# The kinds a cluster dump is asked for (SPEC 7), in kubectl's words.
+# The kinds a cluster dump is asked for (docs/explain.md), in kubectl's words.
 DUMP_COMMAND = "kubectl get nodes,pods,priorityclasses,namespaces,deployments,replicasets,statefulsets," \
                "daemonsets,poddisruptionbudgets -A -o yaml"
 

@@ -1,4 +1,4 @@
-"""``placement-webhook label-nodes``: keep the resource labels true on every node (SPEC section 8).
+"""``placement-webhook label-nodes``: keep the resource labels true on every node (docs/install.md).
 
 ``--once`` lists the cluster, labels every node and exits (0, or 1 when a write failed);
 ``--dry-run`` prints, per node, the labels it carries and the ones it would get; otherwise it

@@ -1,5 +1,5 @@
 """``placement-webhook spot-controller``: cordon spot nodes about to be reclaimed and evict their
-pods under their PodDisruptionBudgets (SPEC section 9). ``--dry-run`` prints what it would do
+pods under their PodDisruptionBudgets (docs/spot-controller.md). ``--dry-run`` prints what it would do
 and exits; otherwise it follows the cluster, with ``--leader-elect`` acting only while it holds
 the Lease.
 """

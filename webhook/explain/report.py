@@ -1,5 +1,5 @@
 """One workload explained: where each replica lands, whether the rollout finishes, why not,
-and the verified changes that would make it (SPEC section 7), as data and as text.
+and the verified changes that would make it (docs/explain.md), as data and as text.
 
 ``explain`` chooses the simulation: a Deployment or StatefulSet that already runs in the
 cluster state is updated (``--update`` is the default for it), anything else is placed as on

@@ -1,1 +1,1 @@
-"""The kube-scheduler extender for spot and on-demand capacity (SPEC section 9, first part)."""
+"""The kube-scheduler extender for spot and on-demand capacity (docs/extender.md)."""

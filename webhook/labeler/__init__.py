@@ -1,2 +1,2 @@
-"""The node labeler (SPEC section 8): keeps the resource labels of resource-aware placement
+"""The node labeler (`placement-webhook label-nodes`): keeps the resource labels of resource-aware placement
 true on every node, from the cluster view, with leader election and rate-limited writes."""

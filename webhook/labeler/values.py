@@ -1,4 +1,4 @@
-"""The resource labels of one node (SPEC sections 3.5 and 8), computed from plain API objects.
+"""The resource labels of one node (resource-aware placement, docs/policies.md), computed from plain API objects.
 
 Each label is an integer, rounded conservatively into steps so that it changes only when a
 step is crossed and never promises more than there is: usage is rounded **up**, availability

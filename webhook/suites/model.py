@@ -93,7 +93,7 @@ FilePath = Annotated[str, Field(min_length=1)]
 class ClusterSpec(_Model):
     """A static cluster view the cases run against (docs/policies.md, "What needs the cluster
     view"); omitted: no cluster view. With ``pods``, ``objects`` and ``stateFiles`` it is also
-    the cluster state ``expect.placement`` simulates the scheduler on (SPEC section 7)."""
+    the cluster state ``expect.placement`` simulates the scheduler on, as ``explain`` does."""
 
     namespaces: dict[str, dict[str, str]] = Field(default_factory=dict)  # name -> labels
     nodes: list[NodeObject] = Field(default_factory=list)
@@ -135,7 +135,7 @@ class RolloutExpect(_Model):
 
 
 class PlacementExpect(_Model):
-    """Where ``explain`` places the mutated object on the case's cluster state (SPEC section 7).
+    """Where ``explain`` places the mutated object on the case's cluster state.
 
     ``replicas`` and ``update`` are the ``--replicas`` and ``--update``/``--no-update`` of
     ``explain``; the other fields are expectations, at least one of them given."""

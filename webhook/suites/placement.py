@@ -2,7 +2,7 @@
 
 The object admission produced (the mutated one, or the original when no policy changed it)
 is explained on the case's cluster state exactly as ``placement-webhook explain`` would
-(SPEC section 7): its replicas placed one by one, or its rolling update simulated when the
+(as docs/explain.md describes): its replicas placed one by one, or its rolling update simulated when the
 Deployment or StatefulSet already exists there. Each unmet expectation is one ``Failure``
 (``placement.nodes: expected ..., got ...``); the last carries explain's own report, so the
 author sees where every replica went and why the others stay Pending.
