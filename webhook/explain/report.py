@@ -25,7 +25,7 @@ from webhook.kube.kinds import Target
 from webhook.scheduler.cluster import Cluster
 from webhook.scheduler.framework import Result
 from webhook.scheduler.plan import Options
-from webhook.scheduler.rollingupdate import RolloutVerdict, rolling_update
+from webhook.scheduler.rollouts import RolloutVerdict, rolling_update
 
 __all__ = ["Explanation", "Progress", "ReplicaRow", "explain", "render"]
 

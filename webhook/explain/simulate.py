@@ -1,20 +1,16 @@
-"""Placing a workload's pods one after another, and updating a running StatefulSet.
+"""Placing a workload's pods one after another, and which running pods are its own.
 
 ``place_all`` is what the scheduler does with the pods a controller creates at once: each
 scheduling cycle sees the pods bound before it. A pod that fits only once lower-priority
 pods are preempted is placed on the nominated node and lists its victims (the scheduler
 binds it there in a later cycle, after the victims are gone).
 
-``statefulset_update`` is the StatefulSet controller's RollingUpdate
-(``updateStatefulSet`` in pkg/controller/statefulset/stateful_set_control.go): pods missing
-below ``replicas`` are created first; then, from the highest ordinal down to the partition,
-one pod at a time is deleted and created again with the new template, and the controller
-waits for it to run before the next (``maxUnavailable`` is 1 unless the
-MaxUnavailableStatefulSet gate is on, which is not modelled). ``OnDelete`` replaces nothing.
+``statefulset_update`` hands a StatefulSet's pods and its running ones to the StatefulSet
+controller's model, ``scheduler.rollouts.ordered_update``, beside the Deployment's.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +21,7 @@ from webhook.scheduler.cluster import Cluster
 from webhook.scheduler.framework import Result, place
 from webhook.scheduler.plan import Options
 from webhook.scheduler.podinfo import PodInfo
-from webhook.scheduler.rollingupdate import RolloutStep, RolloutVerdict
+from webhook.scheduler.rollouts import RolloutVerdict, ordered_update
 
 __all__ = ["PlacementVerdict", "Replica", "owned_pods", "place_all", "selected_pods", "statefulset_update"]
 
@@ -161,39 +157,8 @@ def _namespace(obj: Mapping[str, Any]) -> str:
 
 def statefulset_update(statefulset: Mapping[str, Any], workload: Workload, cluster: Cluster, *,
                        options: Options | None = None) -> RolloutVerdict:
-    """Replace the running pods of a StatefulSet with ``workload.pods`` (named by ordinal)."""
-    spec = statefulset.get("spec") or {}
-    strategy = spec.get("updateStrategy") or {}
-    kind = str(strategy.get("type") or "RollingUpdate")
-    partition = (strategy.get("rollingUpdate") or {}).get("partition")
-    partition = partition if isinstance(partition, int) and partition > 0 else 0
+    """Replace the running pods of a StatefulSet with ``workload.pods`` (named by ordinal), as
+    ``scheduler.rollouts.ordered_update`` does; the running pods are those its selector picks."""
     running = {p.name: p for p in selected_pods(workload, cluster)}
-    replicas = len(workload.pods)
-    steps: list[RolloutStep] = []
-    available = sum(1 for pod in workload.pods if pod["metadata"]["name"] in running)
-    lowest = available
-    # Missing ordinals first, lowest first (OrderedReady creates them in order), then the
-    # replacements from the highest ordinal down to the partition.
-    missing = [pod for pod in workload.pods if pod["metadata"]["name"] not in running]
-    replace: Sequence[dict[str, Any]] = [] if kind == "OnDelete" else [
-        pod for pod in reversed(workload.pods[partition:]) if pod["metadata"]["name"] in running]
-    for pod in [*missing, *replace]:
-        name = str(pod["metadata"]["name"])
-        deleted: tuple[str, ...] = ()
-        if name in running:
-            cluster = cluster.evict([running.pop(name)])
-            deleted = (name,)
-            available -= 1
-            lowest = min(lowest, available)
-        placement = place(pod, cluster, default_selector=workload.default_selector, options=options)
-        step_lowest = available
-        if placement.node is None:
-            steps.append(RolloutStep(len(steps) + 1, (name,), deleted, (), (name,), available, step_lowest,
-                                     available + 1))
-            return RolloutVerdict(False, replicas, kind, 0, 1, tuple(steps), lowest, name, placement.result, cluster)
-        cluster = placement.cluster
-        available += 1
-        score = placement.result.score(placement.node)
-        steps.append(RolloutStep(len(steps) + 1, (name,), deleted, ((name, placement.node),), (), available,
-                                 step_lowest, available, ((score, placement.tied),)))
-    return RolloutVerdict(True, replicas, kind, 0, 1, tuple(steps), lowest, cluster=cluster)
+    return ordered_update(statefulset, workload.pods, running, cluster, default_selector=workload.default_selector,
+                          options=options)

@@ -9,7 +9,7 @@ made preferred, when the expression is all the term has: dropping a term from th
 narrow, and an empty term matches no node), the toleration of a taint that kept nodes out;
 and how many more nodes shaped like those that only crowding turned away (pods already there,
 resources taken) would let it finish. Every candidate is applied and the whole rollout
-simulated again (``scheduler.rollingupdate``); only those after which it completes are
+simulated again (``scheduler.rollouts``); only those after which it completes are
 suggested, with the verdict that proves it.
 
 Suggestions come ranked by how little they change and how likely they are wanted, each with
@@ -38,7 +38,7 @@ from webhook.scheduler.cluster import Cluster
 from webhook.scheduler.framework import Result
 from webhook.scheduler.nodeinfo import NodeInfo
 from webhook.scheduler.plan import Options
-from webhook.scheduler.rollingupdate import rolling_update
+from webhook.scheduler.rollouts import rolling_update
 from webhook.scheduler.taints import find_untolerated
 
 __all__ = ["Rank", "Simulation", "Suggestion", "Verdict", "dedicated_taint", "suggest"]

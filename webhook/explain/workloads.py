@@ -41,7 +41,7 @@ from webhook.kube.kinds import Target
 from webhook.kube.nodes import parse_int64
 from webhook.kube.pointers import get_path
 from webhook.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity
-from webhook.scheduler.rollingupdate import template_hash
+from webhook.scheduler.rollouts import template_hash
 from webhook.scheduler.taints import find_untolerated
 
 __all__ = ["BUILTIN_PRIORITY_CLASSES", "Workload", "WorkloadError", "build", "wukong_pod_spec"]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.scheduler.builders import ONE_PER_NODE, deployment, nodes, running
 from webhook.scheduler import Cluster
-from webhook.scheduler.rollingupdate import rolling_update
+from webhook.scheduler.rollouts import rolling_update
 
 
 def test_adding_one_per_node_spread_with_surge_one_and_none_unavailable_is_stuck() -> None:

@@ -1,6 +1,6 @@
-"""A Deployment's update as the Deployment controller performs it, with every new pod placed
-by the scheduler model: does the rollout finish, in how many steps, and with how many
-replicas available at the lowest point?
+"""Rollouts as their controllers perform them, with every new pod placed by the scheduler model:
+does the rollout finish, in how many steps, and with how many replicas available at the lowest
+point? ``rolling_update`` is a Deployment's, ``ordered_update`` a StatefulSet's.
 
 One step is one sync of the controller followed by the scheduler's cycles:
 
@@ -22,13 +22,20 @@ snapshot has no readiness times to break ties with.
 
 A step that changes nothing is a fixed point of controller and scheduler alike: the rollout
 is stuck, and the verdict carries the pending pod and the scheduler's message for it.
+
+``ordered_update`` is the StatefulSet controller's RollingUpdate (``updateStatefulSet`` in
+pkg/controller/statefulset/stateful_set_control.go): pods missing below ``replicas`` are created
+first; then, from the highest ordinal down to the partition, one pod at a time is deleted and
+created again with the new template, and the controller waits for it to run before the next
+(``maxUnavailable`` is 1 unless the MaxUnavailableStatefulSet gate is on, which is not
+modelled). ``OnDelete`` replaces nothing.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +46,7 @@ from webhook.scheduler.framework import Result, place
 from webhook.scheduler.plan import Options
 from webhook.scheduler.podinfo import PodInfo
 
-__all__ = ["RolloutStep", "RolloutVerdict", "rolling_update"]
+__all__ = ["RolloutStep", "RolloutVerdict", "ordered_update", "rolling_update"]
 
 
 @dataclass(frozen=True)
@@ -189,3 +196,45 @@ def _to_delete(old: list[tuple[PodInfo, str]], count: int) -> list[PodInfo]:
     crowd = Counter(node for _, node in old)
     ranked = sorted(old, key=lambda pair: (-crowd[pair[1]], pair[0].name))
     return [p for p, _ in ranked[:count]]
+
+
+def ordered_update(statefulset: Mapping[str, Any], pods: Sequence[dict[str, Any]], running: Mapping[str, PodInfo],
+                   cluster: Cluster, *, default_selector: Mapping[str, Any] | None = None,
+                   options: Options | None = None) -> RolloutVerdict:
+    """Replace a StatefulSet's ``running`` pods (by name) with ``pods``, its new pods named by
+    ordinal, as its controller does (see the module's docstring)."""
+    spec = statefulset.get("spec") or {}
+    strategy = spec.get("updateStrategy") or {}
+    kind = str(strategy.get("type") or "RollingUpdate")
+    partition = (strategy.get("rollingUpdate") or {}).get("partition")
+    partition = partition if isinstance(partition, int) and partition > 0 else 0
+    running = dict(running)
+    replicas = len(pods)
+    steps: list[RolloutStep] = []
+    available = sum(1 for pod in pods if pod["metadata"]["name"] in running)
+    lowest = available
+    # Missing ordinals first, lowest first (OrderedReady creates them in order), then the
+    # replacements from the highest ordinal down to the partition.
+    missing = [pod for pod in pods if pod["metadata"]["name"] not in running]
+    replace: Sequence[dict[str, Any]] = [] if kind == "OnDelete" else [
+        pod for pod in reversed(pods[partition:]) if pod["metadata"]["name"] in running]
+    for pod in [*missing, *replace]:
+        name = str(pod["metadata"]["name"])
+        deleted: tuple[str, ...] = ()
+        if name in running:
+            cluster = cluster.evict([running.pop(name)])
+            deleted = (name,)
+            available -= 1
+            lowest = min(lowest, available)
+        placement = place(pod, cluster, default_selector=default_selector, options=options)
+        step_lowest = available
+        if placement.node is None:
+            steps.append(RolloutStep(len(steps) + 1, (name,), deleted, (), (name,), available, step_lowest,
+                                     available + 1))
+            return RolloutVerdict(False, replicas, kind, 0, 1, tuple(steps), lowest, name, placement.result, cluster)
+        cluster = placement.cluster
+        available += 1
+        score = placement.result.score(placement.node)
+        steps.append(RolloutStep(len(steps) + 1, (name,), deleted, ((name, placement.node),), (), available,
+                                 step_lowest, available, ((score, placement.tied),)))
+    return RolloutVerdict(True, replicas, kind, 0, 1, tuple(steps), lowest, cluster=cluster)
