@@ -13,10 +13,11 @@ from tests.chart.conftest import TLS_MODES
 from tests.chart.test_kubernetes_schemas import _validate_all
 from tests.chart.test_pod_security import restricted_violations
 from tests.kit.chart import ChartWorkload, granted, group_resource, selects
-from webhook.cluster import cache, leader
+from webhook.cluster import cache
 from webhook.cluster.snapshot import POD_PATH
 from webhook.labeler.controller import METRICS_PATH
 from webhook.labeler.values import LABELS
+from webhook.runtime import leader
 
 helm = pytest.importorskip("helm_python")
 
@@ -251,7 +252,7 @@ def test_the_lease_role_is_namespaced_and_its_get_and_update_are_restricted_to_t
 
 def test_the_rbac_covers_every_api_call_of_the_labeler_and_grants_nothing_else(render: Callable[..., Any]) -> None:
     """Derived from the code: the shared cache's informers, the pod informer, the metrics read,
-    the label PATCH (webhook/labeler/writes.py) and the Lease calls (webhook/cluster/leader.py)."""
+    the label PATCH (webhook/labeler/writes.py) and the Lease calls (webhook/runtime/leader.py)."""
     watched = {group_resource(path) for path, _ in cache.RESOURCES.values()} | {group_resource(POD_PATH)}
     needed = {(g, r, v) for g, r in watched for v in ("list", "watch")} | {("", "nodes", "patch")}
     rendered = render({"labeler": {"enabled": True, "source": "metrics"}})

@@ -25,10 +25,11 @@ from tests.cluster.conftest import until
 from tests.kit.chart import ChartWorkload, granted, group_resource, selects
 from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import node, pod
-from webhook.cluster import cache, leader
+from webhook.cluster import cache
 from webhook.cluster.config import ClusterConfig
 from webhook.cluster.snapshot import POD_PATH
 from webhook.commands import spot_controller as spot_command
+from webhook.runtime import leader
 from webhook.spot import config as spot_config
 from webhook.spot.config import SpotConfig
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.server.garbage import assert_error_shape
-from tests.server.test_errors import assert_parse_errors_are_json, exchange, free_port
+from tests.runtime.test_errors import assert_parse_errors_are_json, exchange, free_port
 from webhook import cli
 from webhook.commands import extender as command
 from webhook.spot.config import SpotConfig

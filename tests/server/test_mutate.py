@@ -16,8 +16,8 @@ from tests.kit.reviews import admission_review, decode_patch
 from tests.kit.server import Pki, many_terms_policy, sample, with_node_affinity_terms
 from tests.kit.workloads import deployment
 from webhook.engine import admission
+from webhook.runtime import logs
 from webhook.server import app as server
-from webhook.server import logs
 
 Client = TestClient[web.Request, web.Application]
 MiB = 1024 * 1024
@@ -224,9 +224,9 @@ async def test_each_review_is_logged_as_one_json_line_with_the_spec_fields(
     client: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
     review = admission_review(deployment("api"))
-    with caplog.at_level(logging.INFO, logger=logs.REVIEW_LOGGER):
+    with caplog.at_level(logging.INFO, logger=server.REVIEW_LOGGER):
         await post_review(client, review)
-    records = [r for r in caplog.records if r.name == logs.REVIEW_LOGGER]
+    records = [r for r in caplog.records if r.name == server.REVIEW_LOGGER]
     assert len(records) == 1
     line = json.loads(logs.JsonFormatter().format(records[0]))
     assert line["uid"] == review["request"]["uid"]

@@ -17,7 +17,8 @@ from cryptography import x509
 from tests.kit.reviews import admission_review, decode_patch
 from tests.kit.server import Pki, make_pki, sample
 from tests.kit.workloads import deployment
-from webhook.server import app, certs, tls
+from webhook.runtime import tls
+from webhook.server import app, certs
 
 ServerFactory = Callable[..., Awaitable[TestServer]]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from webhook.exitcodes import Exit
 from webhook.server import certs
-from webhook.server.tls import CertificateError
+from webhook.runtime.tls import CertificateError
 
 HELP = "make a CA and a serving certificate"
 

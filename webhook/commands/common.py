@@ -80,10 +80,10 @@ def add_controller_flags(parser: argparse.ArgumentParser, *, lease_name: str, ac
 
 async def follow(work: Callable[[Any], Awaitable[None]], metrics: Any, cache: Any, client: Any,
                  args: argparse.Namespace, *, component: str) -> int:
-    """``cluster.controllers.follow`` with the controller flags' values; ``metrics`` has the
+    """``runtime.controller.follow`` with the controller flags' values; ``metrics`` has the
     ``leader`` gauge, ``render`` and ``watch_cluster``."""
-    from webhook.cluster.controllers import Election
-    from webhook.cluster.controllers import follow as run_following
+    from webhook.runtime.controller import Election
+    from webhook.runtime.controller import follow as run_following
 
     metrics.watch_cluster(cache.status)
     election = Election(args.lease_name, args.lease_namespace, args.lease_duration, args.renew_deadline,

@@ -92,7 +92,7 @@ def stanza(url: str, *, filter_verb: str, prioritize_verb: str, weight: int, nod
 def run(args: argparse.Namespace) -> int:
     import yaml
 
-    from webhook.server import logs
+    from webhook.runtime import logs
 
     if args.print_scheduler_config:
         try:
@@ -124,7 +124,7 @@ async def _serve(settings: Any, args: argparse.Namespace) -> int:
 
     from webhook.cluster import config as cluster_config
     from webhook.extender.app import Extender, make_app
-    from webhook.server import errors
+    from webhook.runtime import errors
 
     cache = client = None
     if not args.no_cluster:
@@ -157,7 +157,7 @@ async def _serve(settings: Any, args: argparse.Namespace) -> int:
     certs = None
     ssl_context = None
     if args.tls_cert:
-        from webhook.server.tls import CertificateSource
+        from webhook.runtime.tls import CertificateSource
 
         certs = CertificateSource(cert_file=args.tls_cert, key_file=args.tls_key)
         if certs.poll() is False:

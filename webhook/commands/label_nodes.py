@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from webhook.cluster import config
     from webhook.labeler.controller import LabelerConfig
     from webhook.labeler.values import DEFAULT_GPU_RESOURCES, Steps
-    from webhook.server import logs
+    from webhook.runtime import logs
 
     logs.setup(args.log_level)
     try:
@@ -90,7 +90,7 @@ async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
 
 
 async def _one_pass(labeler: Labeler, cache: Any, args: argparse.Namespace, out: TextIO) -> int:
-    from webhook.cluster.controllers import first_lists
+    from webhook.runtime.controller import first_lists
 
     failed = await first_lists(cache, timeout=args.sync_timeout)
     if failed is not None:

@@ -91,7 +91,7 @@ def _seconds(text: str) -> float:
 
 
 def _level(text: str) -> str:
-    from webhook.server.logs import LEVELS
+    from webhook.runtime.logs import LEVELS
 
     if text.strip().lower() not in LEVELS:
         raise ValueError(f"must be one of {', '.join(LEVELS)}, not {text!r}")
@@ -272,7 +272,7 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str], *, dev_files: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.server import logs
+    from webhook.runtime import logs
 
     try:
         values = resolve(args, os.environ)
@@ -358,7 +358,7 @@ def _prepare_dev(values: dict[str, Any]) -> None:
 
 
 def _expires_soon(cert: Path) -> bool:
-    from webhook.server import tls
+    from webhook.runtime import tls
 
     try:
         info = tls.describe(cert.read_bytes())

@@ -34,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from webhook.cluster import config as cluster_config
-    from webhook.server import logs
+    from webhook.runtime import logs
     settings = common.load_spot_config(args.config)
     if isinstance(settings, int):
         return settings
@@ -80,7 +80,7 @@ async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
     await cache.start()
     try:
         if args.dry_run:
-            from webhook.cluster.controllers import first_lists
+            from webhook.runtime.controller import first_lists
 
             failed = await first_lists(cache, timeout=args.sync_timeout)
             if failed is not None:

@@ -14,7 +14,7 @@ cluster view (``--no-cluster``) names cannot be judged at all: every node passes
 the extender says so loudly, without failing readiness (``Extender.warnings``).
 
 Every other error answer (an unknown path, a wrong method, a body aiohttp cannot read) is JSON
-``{"error", "status"}``, as on every server of the project (``webhook.server.errors``).
+``{"error", "status"}``, as on every server of the project (``webhook.runtime.errors``).
 """
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import generate_latest
 
-from webhook.cluster import probes
+from webhook.runtime import probes
 from webhook.extender import protocol
 from webhook.extender.scoring import FactsCache, History, NodeFacts, filter_nodes, node_facts, prioritize
-from webhook.server import errors
+from webhook.runtime import errors
 from webhook.spot.config import SpotConfig
 from webhook.spot.nodes import Detector, classify
 

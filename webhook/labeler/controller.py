@@ -25,7 +25,7 @@ import aiohttp
 
 from webhook.cluster.cache import NODES, ClusterCache
 from webhook.cluster.client import ApiError, Client
-from webhook.cluster.controllers import first
+from webhook.runtime.controller import first
 from webhook.cluster.snapshot import POD_PATH, SharedValues, project_pod
 from webhook.scheduler.resources import Resource
 from webhook.labeler.metrics import LabelerMetrics

@@ -25,14 +25,17 @@ from webhook import codec
 from webhook.cluster.view import ClusterView
 from webhook.engine import admission, review
 from webhook.policy.policyset import PolicySet
-from webhook.server import errors, logs
+from webhook.runtime import errors
+from webhook.runtime.reload import every
+from webhook.runtime.tls import CertificateSource
 from webhook.server.config import ServerConfig
 from webhook.server.metrics import CONTENT_TYPE, RESULT_INVALID, Metrics
-from webhook.server.reload import PolicySource, every
-from webhook.server.tls import CertificateSource
+from webhook.server.reload import PolicySource
 
 log = logging.getLogger(__name__)
-review_log = logging.getLogger(logs.REVIEW_LOGGER)
+# The logger of per-review lines.
+REVIEW_LOGGER = "webhook.review"
+review_log = logging.getLogger(REVIEW_LOGGER)
 
 # An UPDATE review carries object and oldObject, each up to the API server's 3 MiB.
 MAX_BODY = 7 * 1024 * 1024

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from webhook.server.tls import CertificateError
+from webhook.runtime.tls import CertificateError
 
 CA_DAYS = 3650
 SERVING_DAYS = 365

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from webhook.cluster.config import ClusterConfig
 from webhook.kube.kinds import BUILTIN, Targets
-from webhook.server.reload import DEFAULT_INTERVAL
+from webhook.runtime.reload import DEFAULT_INTERVAL
 
 
 @dataclass(frozen=True)

@@ -8,19 +8,13 @@ set in force: a broken file never half-loads.
 """
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from webhook.kube.kinds import BUILTIN, Targets
 from webhook.policy import loader
 from webhook.policy.policyset import PolicySet
-
-log = logging.getLogger(__name__)
-
-DEFAULT_INTERVAL = 5.0
 
 
 class PolicySource:
@@ -84,12 +78,3 @@ class PolicySource:
             h.update(b"\0")
         return h.hexdigest()
 
-
-async def every(interval: float, step: Callable[[], Awaitable[None]]) -> None:
-    """Run ``step`` every ``interval`` seconds until cancelled; a failing step is logged, not fatal."""
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            await step()
-        except Exception:  # a reloader that dies would silently freeze the config
-            log.exception("periodic reload failed")

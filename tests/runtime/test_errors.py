@@ -18,9 +18,9 @@ from aiohttp.test_utils import TestClient
 
 from tests.kit.server import Pki
 from tests.server.garbage import assert_error_shape
-from webhook.cluster import probes
+from webhook.runtime import probes
 from webhook.server import app as server
-from webhook.server import errors
+from webhook.runtime import errors
 
 Client = TestClient[web.Request, web.Application]
 # What aiohttp's parser refuses: not HTTP, a header line over 8 KiB, a broken chunk, a bad length.
@@ -91,7 +91,7 @@ async def app_client(aiohttp_client: Callable[..., Awaitable[Client]]) -> Client
 async def test_a_bug_is_a_logged_500_in_json_naming_only_the_exception_type(
     app_client: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="webhook.server.errors"):
+    with caplog.at_level(logging.ERROR, logger="webhook.runtime.errors"):
         resp = await app_client.get("/boom")
     assert resp.status == 500
     assert await resp.json() == {"error": "internal error: KeyError", "status": 500}
@@ -168,5 +168,5 @@ async def test_a_request_the_parser_refuses_is_logged_as_one_line_without_a_trac
     finally:
         await runner.cleanup()
     (line,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert (line.name, line.getMessage(), line.exc_info) == ("webhook.server.errors", "bad HTTP request", None)
+    assert (line.name, line.getMessage(), line.exc_info) == ("webhook.runtime.errors", "bad HTTP request", None)
     assert line.fields["status"] == 400  # type: ignore[attr-defined]

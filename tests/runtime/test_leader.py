@@ -22,7 +22,7 @@ from tests.kit.clock import FakeClock
 from tests.kit.fakeapi import FakeApiServer
 from webhook.cluster.client import ApiError, Client
 from webhook.cluster.config import ClusterConfig
-from webhook.cluster.leader import (
+from webhook.runtime.leader import (
     LeaderElectionConfig,
     LeaderElectionRecord,
     LeaderElector,

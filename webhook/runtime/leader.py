@@ -63,9 +63,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from webhook.cluster.client import ApiError, Client
 from webhook.kube.times import format_micro_time, parse_time
-
-from .client import ApiError, Client
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
-"""The plain-HTTP side of a cluster-side command: ``/metrics``, ``/healthz`` and ``/readyz``.
+"""The probes of a long-lived component: ``/metrics``, ``/healthz`` and ``/readyz``.
 
-``label-nodes`` and the other controllers run one each; a readiness check that fails says
-why, in the JSON error shape every server of the project answers errors in
-(``webhook.server.errors``).
+``label-nodes`` and the other controllers serve them on a port of their own, the extender beside
+its verbs; a readiness check that fails says why, in the JSON error shape every server of the
+project answers errors in (``errors``).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from webhook.server import errors
+from webhook.runtime import errors
 
 __all__ = ["routes", "start"]
 

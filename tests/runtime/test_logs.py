@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from webhook.server import logs
+from webhook.runtime import logs
 
+# A logger as a server names its own: the admission server's per-review lines.
+REVIEW_LOGGER = "webhook.review"
 FIELDS: dict[str, Any] = {"uid": "u-1", "kind": "apps/v1/Deployment", "applied": ["ssd"], "durationMs": 0.25}
 
 
@@ -36,10 +38,10 @@ def lines(out: io.StringIO) -> list[dict[str, Any]]:
 
 
 def test_a_review_line_is_one_json_object_with_the_fields_after_the_standard_keys(stream: io.StringIO) -> None:
-    logging.getLogger(logs.REVIEW_LOGGER).info("review", extra={"fields": FIELDS})
+    logging.getLogger(REVIEW_LOGGER).info("review", extra={"fields": FIELDS})
     [line] = lines(stream)
     assert list(line) == ["time", "level", "logger", "msg", *FIELDS]
-    assert (line["level"], line["logger"], line["msg"]) == ("info", logs.REVIEW_LOGGER, "review")
+    assert (line["level"], line["logger"], line["msg"]) == ("info", REVIEW_LOGGER, "review")
     assert {k: line[k] for k in FIELDS} == FIELDS
     assert line["time"].endswith("Z") and "T" in line["time"]
 
@@ -65,7 +67,7 @@ def test_aiohttps_access_log_is_quietened_since_the_review_line_says_more(stream
 
 def test_a_failing_stream_does_not_fail_the_caller(stream: io.StringIO, capsys: pytest.CaptureFixture[str]) -> None:
     stream.close()  # writing raises ValueError now, as a closed stderr would
-    logging.getLogger(logs.REVIEW_LOGGER).info("review", extra={"fields": FIELDS})  # no exception
+    logging.getLogger(REVIEW_LOGGER).info("review", extra={"fields": FIELDS})  # no exception
     assert "Logging error" in capsys.readouterr().err  # reported the way logging reports it
 
 

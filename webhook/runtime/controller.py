@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.cluster import config as cluster_config
-from webhook.cluster import probes
+from webhook.runtime import probes
 from webhook.cluster.cache import ClusterCache
 from webhook.cluster.client import Client, describe, final
-from webhook.cluster.leader import LeaderElectionConfig, LeaderElector, default_identity
+from webhook.runtime.leader import LeaderElectionConfig, LeaderElector, default_identity
 from webhook.exitcodes import Exit
 
 __all__ = ["Election", "first", "first_lists", "follow", "not_synced"]

@@ -14,9 +14,6 @@ from webhook import codec
 
 LEVELS = ("debug", "info", "warning", "error")
 
-# The logger of per-review lines.
-REVIEW_LOGGER = "webhook.review"
-
 
 class JsonFormatter(logging.Formatter):
     """Formats a record as one JSON object: time, level, logger, msg, then the fields."""
@@ -50,5 +47,5 @@ def setup(level: str = "info", *, stream: TextIO | None = None) -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # aiohttp's access log would duplicate the review line in another format.
+    # aiohttp's access log would duplicate a server's own request lines (the review line) in another format.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

@@ -6,7 +6,7 @@ import ssl
 from pathlib import Path
 
 from tests.kit.server import Pki, make_pki
-from webhook.server import tls
+from webhook.runtime import tls
 
 
 def _source(pki: Pki, *, client_ca: Path | None = None) -> tls.CertificateSource:
