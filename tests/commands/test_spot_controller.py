@@ -1,7 +1,6 @@
-"""placement-webhook spot-controller as a user runs it: --dry-run, configuration errors, discovery."""
+"""placement-webhook spot-controller as a user runs it: --dry-run, configuration errors."""
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
@@ -11,9 +10,6 @@ import yaml
 from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import pod
 from webhook import cli
-from webhook.cluster.client import Client
-from webhook.cluster.config import ClusterConfig
-from webhook.commands.spot_controller import eviction_version
 
 
 def test_a_dry_run_prints_the_plan_and_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,19 +33,6 @@ def test_a_broken_config_is_a_usage_error_with_file_and_line(tmp_path: Path, cap
     path.write_text("reclaim:\n  notReadySecond: 60\n")
     assert cli.main(["spot-controller", "--config", str(path), "--dry-run"]) == 2
     assert f"{path}:2: reclaim.notReadySecond" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(("version", "expected"), [("1.31.0", "policy/v1"), ("1.21.0", "policy/v1beta1")])
-def test_the_eviction_version_comes_from_discovery(version: str, expected: str) -> None:
-    async def ask() -> str:
-        async with FakeApiServer(version) as api:
-            client = Client(ClusterConfig(api.url), request_timeout=2.0)
-            try:
-                return await eviction_version(client)
-            finally:
-                await client.close()
-
-    assert asyncio.run(ask()) == expected
 
 
 def test_a_dry_run_against_a_closed_port_is_one_error_line_at_once_naming_the_server(

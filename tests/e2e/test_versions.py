@@ -16,8 +16,7 @@ import pytest
 from tests.kit.envtest import ControlPlane
 from webhook.cluster import client as api
 from webhook.cluster import config as cluster_config
-from webhook.cluster import snapshot
-from webhook.commands.spot_controller import eviction_version
+from webhook.cluster import discovery
 
 pytestmark = [pytest.mark.e2e]
 
@@ -35,12 +34,12 @@ def _with_client(control_plane: ControlPlane, tmp_path: Path, work: Any) -> Any:
 
 def test_the_eviction_version_is_the_one_the_server_serves(control_plane: ControlPlane, tmp_path: Path) -> None:
     expected = "policy/v1" if control_plane.server_version() >= (1, 22) else "policy/v1beta1"
-    assert _with_client(control_plane, tmp_path, eviction_version) == expected
+    assert _with_client(control_plane, tmp_path, discovery.eviction_version) == expected
 
 
 def test_the_pdb_version_is_the_one_the_server_serves(control_plane: ControlPlane, tmp_path: Path) -> None:
     expected = "policy/v1" if control_plane.server_version() >= (1, 21) else "policy/v1beta1"
-    assert _with_client(control_plane, tmp_path, snapshot._pdb_group_version) == expected
+    assert _with_client(control_plane, tmp_path, discovery.pdb_group_version) == expected
 
 
 def test_before_1_22_an_eviction_naming_policy_v1_is_refused(control_plane: ControlPlane, tmp_path: Path) -> None:

@@ -39,8 +39,9 @@ from urllib.parse import urlencode
 
 import msgspec
 
+from . import discovery
 from .cache import NAMESPACES, NODES, PRIORITY_CLASSES, ClusterCache
-from .client import ApiError, Client, describe, final, transport_cause
+from .client import Client, describe, final, transport_cause
 from .config import ClusterConfig
 from .informer import (
     REFLECTOR_BACKOFF,
@@ -316,7 +317,7 @@ class _Reading:
                     self.step = "/version"
                     version = await client.version()
                 self.step = "/apis/policy"
-                pdb_api = await _pdb_group_version(client) if self.scheduling else None
+                pdb_api = await discovery.pdb_group_version(client) if self.scheduling else None
                 self.errors.clear()
                 return version, pdb_api
             except asyncio.CancelledError:
@@ -348,19 +349,6 @@ class _Reading:
                 if not informer.synced:
                     parts.append(f"{name}: {_one_line(informer.last_error) or 'not listed yet'}")
         return "; ".join(parts) or "no answer"
-
-
-async def _pdb_group_version(client: Client) -> str | None:
-    """``policy/v1`` when served (v1.21 on), else ``policy/v1beta1`` (removed in v1.25); None
-    when the server serves neither (nothing to read)."""
-    try:
-        group = await client.get("/apis/policy")
-    except ApiError as exc:
-        if exc.status == 404:  # no policy group at all
-            return None
-        raise
-    served = {str(v.get("groupVersion")) for v in group.get("versions") or () if isinstance(v, Mapping)}
-    return next((gv for gv in ("policy/v1", "policy/v1beta1") if gv in served), None)
 
 
 def _stamped(informers: Mapping[str, Informer], stamps: Mapping[str, tuple[str, str]]) -> list[dict[str, Any]]:

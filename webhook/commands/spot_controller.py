@@ -52,20 +52,8 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
-async def eviction_version(client: Any) -> str:
-    """The Eviction group-version ``pods/eviction`` takes, from discovery of /api/v1: policy/v1
-    from 1.22, policy/v1beta1 before (a body naming a version not served is a 400)."""
-    try:
-        resources = await client.get("/api/v1")
-    except Exception:  # noqa: BLE001 - fall back to the version every supported server accepts
-        return "policy/v1beta1"
-    for resource in resources.get("resources") or ():
-        if resource.get("name") == "pods/eviction" and resource.get("group") and resource.get("version"):
-            return f"{resource['group']}/{resource['version']}"
-    return "policy/v1beta1"
-
-
 async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
+    from webhook.cluster import discovery
     from webhook.cluster.cache import NODES, ClusterCache
     from webhook.cluster.client import Client
     from webhook.spot.controller import CORDONED_BY, DRAIN_STARTED, SpotController, SpotSettings, plan
@@ -74,7 +62,7 @@ async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
     client = Client(where)
     cache = ClusterCache(client, projections={NODES: node_projection(settings, (DRAIN_STARTED, CORDONED_BY))})
     options = SpotSettings(drain_timeout=args.drain_timeout, exclude_namespaces=tuple(args.exclude_namespaces),
-                           dry_run=args.dry_run, eviction_version=await eviction_version(client),
+                           dry_run=args.dry_run, eviction_version=await discovery.eviction_version(client),
                            parallel_evictions=args.parallel_evictions)
     controller = SpotController(client, cache, settings, options)
     await cache.start()
