@@ -86,3 +86,8 @@ def test_the_bench_runs_end_to_end_and_reports_every_figure(run_bench: RunBench)
     assert "CPU time stolen by the hypervisor during the run: machine" in out
     assert "10 policies:" in out and "server CPU per review, closed loop: webhook" in out
     assert "each round's pair: throughput " in out and "median of the rounds' pairs" in out
+    for server in ("bare app, heavy review (json)", "webhook, heavy set (5 policies)"):
+        assert out.count(server) == 2, out
+    assert "review body: 8.3 KiB (heavy set: 8.6 KiB)" in out
+    assert "heavy set / bare app on the heavy review, each round's pair: throughput " in out
+    assert "of its throughput, median of the rounds' pairs (target >= 40%)" in out
