@@ -17,6 +17,7 @@ from tests.kit.policies import policy, policy_set
 from tests.kit.workloads import deployment
 from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP
 from webhook.engine import admission, placement, review, working
+from webhook.engine.merge import REQUIRED
 from webhook.kube.kinds import BUILTIN
 from webhook.policy.policyset import PolicySet
 
@@ -204,6 +205,44 @@ def test_the_working_copy_of_a_kind_copies_only_what_the_engine_writes() -> None
     assert pod["containers"] is orig_pod["containers"]
     assert copy_["metadata"]["annotations"] is not obj["metadata"]["annotations"]
     assert copy_["spec"]["selector"] is obj["spec"]["selector"]  # never written
+
+
+def test_the_working_copy_copies_owned_lists_but_shares_their_entries() -> None:
+    # The engine replaces or appends list entries, never edits one: sharing them keeps the
+    # copy cheap and lets the differ skip every entry the policies left alone.
+    obj = deployment()
+    pod = obj["spec"]["template"]["spec"]
+    pod["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    terms = [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]
+    pod["affinity"] = {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": terms}}}
+    copy_ = working.working_copy(obj, BUILTIN.lookup("apps", "Deployment"))
+    assert copy_ == obj
+    copied_pod = copy_["spec"]["template"]["spec"]
+    assert copied_pod["tolerations"] is not pod["tolerations"]
+    assert copied_pod["tolerations"][0] is pod["tolerations"][0]
+    copied_terms = copied_pod["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
+    assert copied_pod["affinity"]["nodeAffinity"][REQUIRED] is not pod["affinity"]["nodeAffinity"][REQUIRED]
+    assert copied_terms is not terms and copied_terms[0] is terms[0]
+
+
+def test_a_pass_that_grows_what_the_previous_pass_added_is_not_taken_for_a_settled_one() -> None:
+    def grow(obj: dict, *, policy: Any, target: Any, cluster: Any, **_: Any) -> placement.Applied:
+        # One toleration more per pass, edited into the list the previous pass added, up to three.
+        tolerations = obj["spec"]["template"]["spec"].setdefault("tolerations", [])
+        if policy.name != "grower" or len(tolerations) == 3:
+            return placement.Applied(changed=False)
+        tolerations.append({"key": f"t{len(tolerations)}", "operator": "Exists"})
+        return placement.Applied(changed=True)
+
+    # A rollout reads other policies' output: admission passes until the object settles.
+    policies = policy_set(policy("grower", order=1, rollout={"mode": "safe"}), policy("b", order=2),
+                          policy("c", order=3))
+    obj = deployment()
+    out = admission.admit(review.request_for_object(obj), policies=policies, steps=admission.Steps(apply=grow))
+    assert out.result == "patched" and out.object is not None
+    assert [t["key"] for t in out.object["spec"]["template"]["spec"]["tolerations"]] == ["t0", "t1", "t2"]
+    assert jsonpatch.apply_patch(obj, out.patch) == out.object
+    assert "tolerations" not in obj["spec"]["template"]["spec"]
 
 
 def test_outcome_result_is_one_of_the_documented_values() -> None:

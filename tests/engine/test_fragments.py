@@ -338,3 +338,16 @@ def test_a_json_copy_does_not_alias_a_value_repeated_inside_the_original() -> No
     assert copied[0] is not copied[1]
     copied[0]["key"] = "region"
     assert copied[1]["key"] == "zone" and shared["key"] == "zone"
+
+
+def test_a_conjunction_shares_the_terms_requirements_and_copies_the_ones_it_adds() -> None:
+    # The engine never edits a requirement in place, so ANDing need not copy the object's own.
+    term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+    other = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]},
+                                  {"key": "maintenance", "operator": "DoesNotExist"}]}
+    out = fragments.conjoin(term, other)
+    assert out == {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]},
+                                        {"key": "maintenance", "operator": "DoesNotExist"}]}
+    assert out["matchExpressions"][0] is term["matchExpressions"][0]
+    assert out["matchExpressions"][1] is not other["matchExpressions"][1]
+    assert term == {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}

@@ -8,7 +8,6 @@ a warning and left out (``context.PlacementError``), anything unexpected fails o
 from __future__ import annotations
 
 import copy
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -243,7 +242,6 @@ class _Run:
         self.failed: set[str] = set()
         self.changed_in_pass: list[str] = []
         self.patch: list[dict[str, Any]] = []  # original -> working, as of the last pass that changed it
-        self._patch_text = "[]"  # the same, frozen: patch values alias the working copy
         self.settling = settling  # whether another pass may follow (see _reads_others_output)
         self._subject: matching.Subject | None = None
 
@@ -262,14 +260,15 @@ class _Run:
         if not self.changed_in_pass:
             return False
         record_applied(self.working, sorted({p.name for p in self.applied}))
-        self.patch = patching.diff(self.original, self.working)
+        previous, self.patch = self.patch, patching.diff(self.original, self.working)
         if not self.settling:
             return True
-        # Compared as text: the ops' values are live subtrees of the working copy, which the
-        # next pass edits in place, so the previous pass's patch cannot be kept as objects.
-        text = json.dumps(self.patch, sort_keys=True)
-        settled, self._patch_text = text == self._patch_text, text
-        return not settled
+        if patching.same(self.patch, previous):
+            return False
+        # The next pass edits a copy of this pass's object, so this pass's patch, whose values
+        # are parts of the object, stays as it is to compare with the next one.
+        self._working, self._subject = working_copy(self.working, self.target), None
+        return True
 
     @property
     def working(self) -> dict[str, Any]:

@@ -45,10 +45,13 @@ def copy_json(value: Any) -> Any:
 
 def expr_key(expr: Mapping[str, Any]) -> tuple[Any, ...]:
     """Identity of a requirement: the order of its values does not matter (they are a set)."""
-    return (expr.get("key"), expr.get("operator"), tuple(sorted(str(v) for v in expr.get("values") or ())))
+    return (expr.get("key"), expr.get("operator"), tuple(sorted(map(str, expr.get("values") or ()))))
 
 
-def term_key(term: Mapping[str, Any]) -> tuple[frozenset[Any], frozenset[Any]]:
+TermKey = tuple[frozenset[Any], frozenset[Any]]  # the requirements of matchExpressions, of matchFields
+
+
+def term_key(term: Mapping[str, Any]) -> TermKey:
     """Identity of a NodeSelectorTerm: its requirements are ANDed, so order is irrelevant."""
     return (
         frozenset(expr_key(e) for e in term.get("matchExpressions") or ()),
@@ -62,12 +65,13 @@ def term_contains(term: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     return theirs[0] <= mine[0] and theirs[1] <= mine[1]
 
 
-def conjoin(term: Mapping[str, Any], other: Mapping[str, Any]) -> Term:
+def conjoin(term: Mapping[str, Any], other: Mapping[str, Any], *, key: TermKey | None = None) -> Term:
     """``term AND other`` as a new term: ``term``'s requirements first, in its order, then
-    the ones ``other`` adds. Keys the term carries besides the two lists are kept."""
-    result = copy_json(dict(term))
-    for part in ("matchExpressions", "matchFields"):
-        have = {expr_key(e) for e in result.get(part) or ()}
+    copies of the ones ``other`` adds. Keys the term carries besides the two lists are kept.
+    The new term shares ``term``'s requirements: no one edits a requirement in place.
+    ``key`` is ``term_key(term)``, when the caller has it already."""
+    result = dict(term)
+    for part, have in zip(("matchExpressions", "matchFields"), key or term_key(term)):
         extra = [copy_json(e) for e in other.get(part) or () if expr_key(e) not in have]
         if extra:
             result[part] = list(result.get(part) or ()) + extra

@@ -167,12 +167,14 @@ def and_into(existing: Sequence[Mapping[str, Any]], terms: Sequence[Term]) -> li
     makes a second application a no-op. An empty term matches no node and ANDing keeps it
     so; it is left alone rather than turned into one that matches.
     """
+    if all(_left_alone(term) or any(_lists_every_requirement(term, t) for t in terms) for term in existing):
+        return None  # what ANDing them in an earlier pass left: no need to key every term
     out: list[Any] = []
     seen: set[Any] = set()
     changed = False
     wanted = [term_key(t) for t in terms]
     for term in existing:
-        if not isinstance(term, dict) or not (term.get("matchExpressions") or term.get("matchFields")):
+        if _left_alone(term):
             out.append(term)
             continue
         mine = term_key(term)
@@ -181,16 +183,32 @@ def and_into(existing: Sequence[Mapping[str, Any]], terms: Sequence[Term]) -> li
             seen.add(mine)
             continue
         changed = True
-        for t in terms:
-            combined = conjoin(term, t)
-            if term_key(combined) not in seen:
-                seen.add(term_key(combined))
-                out.append(combined)
+        for t, key in zip(terms, wanted):
+            # A conjunction requires what both terms do: its key is the union of theirs.
+            combined = (mine[0] | key[0], mine[1] | key[1])
+            if combined not in seen:
+                seen.add(combined)
+                out.append(conjoin(term, t, key=mine))
     if not changed:
         return None
     if len(out) > MAX_TERMS:
         raise PlacementError(f"required node affinity would need {len(out)} terms (limit {MAX_TERMS})")
     return out
+
+
+def _left_alone(term: Any) -> bool:
+    """A term ANDing keeps as it is: not a term, or an empty one (it matches no node)."""
+    return not isinstance(term, dict) or not (term.get("matchExpressions") or term.get("matchFields"))
+
+
+def _lists_every_requirement(term: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Whether ``term`` holds each requirement of ``other`` exactly as ``other`` writes it, so
+    that it implies ``other``: a C-speed check before ``term_key``. The loader makes a policy's
+    values text, and for text ``==`` tells what ``expr_key`` tells."""
+    return all(e in (term.get(part) or ()) for part in _PARTS for e in other.get(part) or ())
+
+
+_PARTS = ("matchExpressions", "matchFields")
 
 
 def warn_unsatisfiable(before: Sequence[Any], after: Sequence[Any], ctx: Context) -> None:

@@ -83,6 +83,7 @@ def _diff_list(a: list[Any], b: list[Any], path: str, ops: list[Operation]) -> N
         ops.append({"op": "replace", "path": path, "value": b})
         return
     for i, (x, y) in enumerate(zip(a, b)):
-        _diff(x, y, f"{path}/{i}", ops)
+        if x is not y:  # shared with the original: nothing to build, not even the path
+            _diff(x, y, f"{path}/{i}", ops)
     for i in range(len(a), len(b)):
         ops.append({"op": "add", "path": f"{path}/{i}", "value": b[i]})

@@ -52,13 +52,14 @@ def apply_policy(
     compiled = fragments.compiled(policy)
     if compiled.error:
         raise PlacementError(compiled.error)
-    ctx = Context(policy.on_conflict, cluster, original=original)
     if target.native == "wukong":
+        ctx = Context(policy.on_conflict, cluster, original=original)
         wukong.apply(obj, policy=policy, compiled=compiled, ctx=ctx)
     elif target.pod_spec is None:
         raise PlacementError(f"{target.kind} has neither a pod spec nor a native scheduling API")
     else:
-        _apply_pod(obj, compiled=compiled, target=target, ctx=ctx.at(".".join(target.pod_spec)))
+        ctx = Context(policy.on_conflict, cluster, where=".".join(target.pod_spec), original=original)
+        _apply_pod(obj, compiled=compiled, target=target, ctx=ctx)
     return Applied(ctx.report.changed, [warnings.clip(f"{policy.name}: {w}") for w in ctx.report.warnings])
 
 

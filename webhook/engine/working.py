@@ -3,6 +3,11 @@
 The engine edits only the placement fields it owns, so the copy duplicates
 only those and the dicts on the way to them; everything else stays shared with the
 original, which keeps the copy cheap and lets the differ skip it by identity.
+
+Within what it owns, the engine edits mappings in place and adds, replaces or drops the
+entries of lists, but never edits an entry itself (a node selector term, a toleration, a
+preference): it builds a new one (``fragments.conjoin``, ``merge.append_missing``). So the
+copy duplicates the owned mappings and lists and shares their entries with the original.
 """
 from __future__ import annotations
 
@@ -36,8 +41,8 @@ def working_copy(value: Any, target: Target | None = None) -> Any:
     """A private copy of a JSON object for the engine to mutate.
 
     With a ``target``, only what the engine may write for that kind is copied
-    (``placement.written_paths``, the applied annotation, and the containers on the way).
-    Without one, the whole object is copied except ``SHARED_KEYS``.
+    (``placement.written_paths``, the applied annotation, and the containers on the way),
+    list entries excepted. Without one, the whole object is copied except ``SHARED_KEYS``.
     """
     if target is None:
         return _deep_copy(value)
@@ -78,15 +83,24 @@ def _write_trie(target: Target) -> dict[str, Any] | None:
 
 
 def _copy_along(value: Any, trie: dict[str, Any] | None) -> Any:
-    """Copy the dicts on the trie's paths (shallow) and its owned subtrees (deep)."""
-    if trie is None or type(value) is not dict:  # owned, or an odd shape: copy it all
-        return _deep_copy(value)
+    """Copy the dicts on the trie's paths (shallow) and its owned subtrees (``_owned_copy``)."""
+    if trie is None or type(value) is not dict:  # owned, or an odd shape: copy what may be edited
+        return _owned_copy(value)
     out = dict(value)
     for key, sub in trie.items():
         child = out.get(key)
         if child is not None:  # absent: the engine creates it in this (copied) dict
             out[key] = _copy_along(child, sub)
     return out
+
+
+def _owned_copy(value: Any) -> Any:
+    """Mappings copied all the way down, lists copied without their entries (see above)."""
+    if type(value) is dict:
+        return {k: _owned_copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return list(value)
+    return value
 
 
 def record_applied(obj: dict[str, Any], names: list[str]) -> None:
