@@ -112,3 +112,20 @@ async def test_a_pod_that_leaves_the_node_is_no_longer_asked_about() -> None:
     node.offer("shop/a", None)  # deleted by someone else
     report = await asyncio.wait_for(running, 1.0)
     assert evictor.asked["shop/a"] == 1 and report.blocked == {} and report.evicted == []
+
+
+async def test_an_eviction_whose_pod_leaves_before_its_answer_comes_is_still_counted() -> None:
+    """The watch can tell of the evicted pod terminating before the eviction's answer arrives."""
+    clock = FakeClock()
+    heard: list[tuple[str, str]] = []
+
+    class WatchOutrunsAnswer:
+        async def evict(self, pod: Any) -> tuple[str, str]:
+            node.offer(pod_key(pod), None)  # the pod's deletionTimestamp, seen first
+            await settle()  # the answer takes its time
+            return "evicted", "evicted"
+
+    node = NodeDrain(WatchOutrunsAnswer(), clock.now + 60.0, clock=clock,  # type: ignore[arg-type]
+                     slots=asyncio.Semaphore(2), on_result=lambda pod, result, _: heard.append((pod_key(pod), result)))
+    report = await asyncio.wait_for(node.run([a_pod("a", "rs-a"), a_pod("b", "rs-b")]), 1.0)
+    assert sorted(report.evicted) == ["shop/a", "shop/b"] and heard == [("shop/a", "evicted"), ("shop/b", "evicted")]

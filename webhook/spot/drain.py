@@ -204,21 +204,22 @@ class NodeDrain:
         self.kicks: dict[str, asyncio.Event] = {}
         # Blocked pods by (namespace, controller uid), in the order they were blocked.
         self.blocked_kin: dict[tuple[str, str], dict[str, None]] = {}
+        self.asking: set[str] = set()  # pods whose eviction is in flight
+        self.left: set[str] = set()  # of those, the ones seen leaving the node meanwhile
         self.empty = asyncio.Event()
         self.running = False
 
     def offer(self, key: str, pod: Mapping[str, Any] | None) -> None:
         """A pod to evict (new or changed), or None: it left the node or is not to be evicted now."""
         if pod is None:
-            if self.pending.pop(key, None) is not None:
-                self.report.blocked.pop(key, None)
-                self.report.failed.pop(key, None)
-                self._kick(key)  # its worker ends at once
-                if not self.pending:
-                    self.empty.set()
+            if key in self.asking:
+                self.left.add(key)  # its answer, on its way (the watch can outrun it), settles it
+            else:
+                self._drop(key)
             return
         if key in self.settled:
             return
+        self.left.discard(key)
         self.pending[key] = pod
         self.empty.clear()
         worker = self.workers.get(key)
@@ -252,6 +253,16 @@ class NodeDrain:
             await asyncio.gather(*workers, return_exceptions=True)
         return self.report
 
+    def _drop(self, key: str) -> None:
+        """The pod left without an answer that settles it: not asked about again, not reported."""
+        self.left.discard(key)
+        if self.pending.pop(key, None) is not None:
+            self.report.blocked.pop(key, None)
+            self.report.failed.pop(key, None)
+            self._kick(key)  # its worker ends at once
+            if not self.pending:
+                self.empty.set()
+
     def _kick(self, key: str) -> None:
         kick = self.kicks.get(key)
         if kick is not None:
@@ -268,9 +279,12 @@ class NodeDrain:
             async with self.slots:
                 if key not in self.pending:  # it left while waiting for a slot
                     return
-                answer = None if first and self._defer(key, kin) else await self.evictor.evict(pod)
+                answer = None if first and self._defer(key, kin) else await self._ask(key, pod)
             first = False
             if answer is not None and self._settled_by(key, pod, *answer):
+                return
+            if key in self.left:
+                self._drop(key)
                 return
             if (answer is None or answer[0] == "blocked") and kin[1]:
                 self.blocked_kin.setdefault(kin, {})[key] = None
@@ -278,6 +292,13 @@ class NodeDrain:
             await self.clock.wait(kick, delay)
             self.blocked_kin.get(kin, {}).pop(key, None)
             delay = min(self.max_backoff, delay * 2)
+
+    async def _ask(self, key: str, pod: Mapping[str, Any]) -> tuple[str, str]:
+        self.asking.add(key)
+        try:
+            return await self.evictor.evict(pod)
+        finally:
+            self.asking.discard(key)
 
     def _defer(self, key: str, kin: tuple[str, str]) -> bool:
         """A first try while a pod of the same controller is blocked would only be refused by
@@ -305,6 +326,7 @@ class NodeDrain:
 
     def _settle(self, key: str, result: str, message: str) -> None:
         self.settled.add(key)
+        self.left.discard(key)
         self.pending.pop(key, None)
         self.report.blocked.pop(key, None)
         if result == "failed":
