@@ -62,3 +62,54 @@ def test_match_labels_and_the_same_requirement_written_as_in_are_one_selector() 
         {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "api"]}]}
     )
     assert selectors.canonical(None) is None and selectors.canonical({}) == frozenset()
+
+
+# Requirement.Matches, one row per case of apimachinery/pkg/labels/selector.go: the value the
+# key has (None: absent), the requirement, and whether it holds. Label selectors and node
+# selector requirements both read this one rule.
+HOLDS: list[tuple[str | None, str, list[str], bool]] = [
+    ("web", "In", ["web", "db"], True),
+    (None, "In", ["web"], False),
+    ("api", "NotIn", ["web"], True),
+    (None, "NotIn", ["web"], True),  # a missing key satisfies NotIn, for pods and nodes alike
+    ("web", "NotIn", ["web"], False),
+    ("", "Exists", [], True),
+    (None, "DoesNotExist", [], True),
+    ("6", "Gt", ["5"], True),
+    ("5", "Gt", ["5"], False),
+    (None, "Gt", ["5"], False),  # Gt and Lt need the key
+    ("six", "Gt", ["5"], False),  # and an integer value
+    ("4", "Lt", ["5"], True),
+    ("-1", "Lt", ["0"], True),  # the node's side is read with ParseInt, which takes a sign
+    ("1", "Ge", ["0"], False),  # an operator Kubernetes does not have holds nowhere
+]
+
+
+@pytest.mark.parametrize(("value", "op", "values", "expected"), HOLDS)
+def test_one_requirement_holds_as_requirement_matches_says(value: str | None, op: str, values: list[str],
+                                                           expected: bool) -> None:
+    bound = int(values[0]) if op in ("Gt", "Lt") else None
+    assert selectors.holds(op, value, set(values), bound) is expected
+
+
+@pytest.mark.parametrize(("key", "op", "values", "node", "valid"), [
+    ("tier", "In", ["web"], False, True),
+    ("tier", "Gt", ["5"], False, False),  # LabelSelectorAsSelector has no Gt
+    ("tier", "Gt", ["5"], True, True),  # a NodeSelectorRequirement does
+    ("tier", "Gt", ["5", "6"], True, False),  # with exactly one value
+    ("tier", "Gt", ["-5"], True, False),  # that is also a label value: no sign
+    ("tier", "In", [], True, False),
+    ("tier", "Exists", ["x"], False, False),
+    ("-bad", "Exists", [], False, False),
+])
+def test_a_requirement_is_refused_where_labels_new_requirement_refuses_it(key: str, op: str, values: list[str],
+                                                                          node: bool, valid: bool) -> None:
+    assert (selectors.requirement_error(key, op, values, node=node) is None) is valid
+
+
+@pytest.mark.parametrize(("op", "values", "valid"), [
+    ("In", ["n1"], True), ("NotIn", ["n1"], True), ("In", ["n1", "n2"], False), ("Exists", [], False),
+    ("Gt", ["1"], False),
+])
+def test_a_match_fields_requirement_is_in_or_not_in_with_one_name(op: str, values: list[str], valid: bool) -> None:
+    assert (selectors.field_requirement_error(op, values) is None) is valid

@@ -1,32 +1,93 @@
-"""Label selectors (``metav1.LabelSelector``) evaluated as Kubernetes evaluates them.
+"""Label selectors and node selector requirements, evaluated and validated as Kubernetes does.
 
-``matchLabels`` and ``matchExpressions`` are ANDed; ``In``/``NotIn``/``Exists``/``DoesNotExist``
-follow ``labels.Requirement.Matches`` (k8s.io/apimachinery/pkg/labels/selector.go): a key is
-present when the label set has it, whatever its value, and ``NotIn``/``DoesNotExist`` hold
-for a label set without the key. An empty selector selects everything; a null one selects
-nothing (``metav1.LabelSelectorAsSelector(nil)`` is ``labels.Nothing()``), which is what a
-pod affinity term without a labelSelector means. Label values are strings: a number written
-in YAML compares as its text.
+Both are ``labels.Requirement`` underneath (k8s.io/apimachinery/pkg/labels/selector.go), so one
+function, ``holds``, is ``Requirement.Matches`` for both: ``In``/``NotIn``/``Exists``/
+``DoesNotExist`` read whether the key is present and its value, and ``NotIn``/``DoesNotExist``
+hold for a label set without the key; ``Gt``/``Lt`` hold only when the key is present and both
+its value and the bound parse as ``strconv.ParseInt(s, 10, 64)``.
+
+They differ only in what they accept, and ``requirement_error`` says which:
+
+- a ``metav1.LabelSelector`` has In/NotIn/Exists/DoesNotExist only: ``LabelSelectorAsSelector``
+  (apimachinery/pkg/apis/meta/v1/helpers.go) refuses any other operator;
+- a ``NodeSelectorRequirement`` of ``matchExpressions`` adds Gt/Lt with exactly one integer
+  value (``nodeSelectorRequirementsAsSelector`` in
+  k8s.io/component-helpers/scheduling/corev1/nodeaffinity);
+- one of ``matchFields`` is In/NotIn with exactly one value
+  (``nodeSelectorRequirementsAsFieldSelector``, same package).
+
+For a label selector, ``matchLabels`` and ``matchExpressions`` are ANDed. An empty selector
+selects everything; a null one selects nothing (``metav1.LabelSelectorAsSelector(nil)`` is
+``labels.Nothing()``), which is what a pod affinity term without a labelSelector means. Label
+values are strings: a number written in YAML compares as its text.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-__all__ = ["canonical", "matches", "mismatch", "requirement_holds"]
+from webhook.kube.names import label_value_error, qualified_name_error
+from webhook.kube.nodes import parse_int64
+
+__all__ = ["LABEL_OPERATORS", "ORDERED_OPERATORS", "canonical", "field_requirement_error", "holds", "matches",
+           "mismatch", "requirement_error"]
+
+LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})  # metav1.LabelSelectorOperator
+ORDERED_OPERATORS = frozenset({"Gt", "Lt"})  # what v1.NodeSelectorOperator adds
 
 
-def requirement_holds(operator: str, present: bool, value: Any, values: Sequence[Any]) -> bool | None:
-    """One ``LabelSelectorRequirement``; None for an operator label selectors do not have."""
+def holds(operator: str, value: str | None, values: Collection[str], bound: int | None = None) -> bool:
+    """``Requirement.Matches``: whether a key whose value is ``value`` (None: the key is
+    absent) satisfies the requirement. ``bound`` is the Gt/Lt value already parsed with
+    ``parse_int64`` (None: it does not parse, so nothing matches). An operator Kubernetes
+    does not have matches nothing."""
     if operator == "In":
-        return present and str(value) in {str(v) for v in values}
+        return value is not None and value in values
     if operator == "NotIn":
-        return not present or str(value) not in {str(v) for v in values}
+        return value is None or value not in values
     if operator == "Exists":
-        return present
+        return value is not None
     if operator == "DoesNotExist":
-        return not present
+        return value is None
+    if operator not in ORDERED_OPERATORS or value is None or bound is None:
+        return False
+    have = parse_int64(value)
+    if have is None:  # a label that is not an integer never satisfies Gt/Lt
+        return False
+    return have > bound if operator == "Gt" else have < bound
+
+
+def requirement_error(key: str, operator: str, values: Sequence[str], *, node: bool = False) -> str | None:
+    """What ``labels.NewRequirement`` refuses, or None for a valid requirement; ``node`` admits
+    the Gt/Lt of a ``NodeSelectorRequirement``, which a label selector does not have."""
+    if node and operator in ORDERED_OPERATORS:
+        if len(values) != 1:
+            return "for 'Gt', 'Lt' operators, exactly one value is required"
+        if parse_int64(values[0]) is None:
+            return "for 'Gt', 'Lt' operators, the value must be an integer"
+        return qualified_name_error(key) or label_value_error(values[0])
+    if operator not in LABEL_OPERATORS:
+        return f"{operator!r}: not a valid selector operator" if node \
+            else f"{operator!r} is not a valid label selector operator"
+    error = qualified_name_error(key)
+    if error:
+        return f"invalid label key: {error}"
+    if operator in ("In", "NotIn") and not values:
+        return f"{key}: for 'in', 'notin' operators, values set can't be empty"
+    if operator in ("Exists", "DoesNotExist") and values:
+        return f"{key}: values set must be empty for exists and does not exist"
+    for value in values:
+        error = label_value_error(value)
+        if error:
+            return f"{key}: {error}"
     return None
+
+
+def field_requirement_error(operator: str, values: Sequence[str]) -> str | None:
+    """What ``nodeSelectorRequirementsAsFieldSelector`` refuses in a ``matchFields`` requirement."""
+    if operator not in ("In", "NotIn"):
+        return f"{operator!r}: supported values: \"In\", \"NotIn\""
+    return None if len(values) == 1 else f"{list(values)}: must have one element"
 
 
 def matches(selector: Mapping[str, Any] | None, labels: Mapping[str, Any]) -> bool:
@@ -42,10 +103,9 @@ def mismatch(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> str | No
     for expr in selector.get("matchExpressions") or ():
         key, op = str(expr.get("key", "")), str(expr.get("operator", ""))
         values = expr.get("values") or ()
-        holds = requirement_holds(op, key in labels, labels.get(key), values)
-        if holds is None:  # the loader rejects other operators; never select on one we do not know
+        if op not in LABEL_OPERATORS:  # the loader rejects other operators; never select on one we do not know
             return f"unknown operator {op!r} for label {key}"
-        if not holds:
+        if not holds(op, str(labels[key]) if key in labels else None, {str(v) for v in values}):
             shown = f" [{', '.join(str(v) for v in values)}]" if values else ""
             return f"label {key} {op}{shown} does not hold (found {_label(labels, key)})"
     return None
@@ -67,3 +127,4 @@ def canonical(selector: Mapping[str, Any] | None) -> frozenset[tuple[str, str, f
         values = frozenset(str(v) for v in expr.get("values") or ())
         reqs.add((str(expr.get("key", "")), str(expr.get("operator", "")), values))
     return frozenset(reqs)
+

@@ -1,16 +1,15 @@
 """Label selectors compiled once and matched many times, and node selector requirements.
 
 ``Selector`` is ``metav1.LabelSelectorAsSelector``'s result: a nil selector is
-``labels.Nothing()`` (matches nothing), an empty one ``labels.Everything()``. Its matching is
-``webhook.kube.selectors.matches`` (the project's single statement of the rule, which the
-tests hold this compiled form to) precomputed for the scheduler's hot loops, where one
-selector meets every pod of a cluster; ``explain`` defers to ``selectors.mismatch``.
+``labels.Nothing()`` (matches nothing), an empty one ``labels.Everything()``. It is parsed and
+validated once, for the scheduler's hot loops where one selector meets every pod of a cluster;
+what a requirement accepts and whether it holds are ``webhook.kube.selectors``'
+(``requirement_error`` and ``holds``, ``Requirement.Matches``), and ``explain`` defers to
+``selectors.mismatch``.
 
-``NodeRequirement`` is ``labels.NewRequirement`` + ``Requirement.Matches`` for a
-``NodeSelectorRequirement`` (nodeaffinity.nodeSelectorRequirementsAsSelector in
-k8s.io/component-helpers/scheduling/corev1/nodeaffinity): Gt and Lt need exactly one value and
-both sides must parse as ``strconv.ParseInt(s, 10, 64)``, else the requirement is invalid
-(the value) or does not match (the label).
+``NodeRequirement`` is a ``NodeSelectorRequirement`` compiled the same way
+(nodeaffinity.nodeSelectorRequirementsAsSelector in k8s.io/component-helpers/scheduling/corev1/
+nodeaffinity): an invalid one carries its ``error``, and the term holding it matches no node.
 """
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from webhook.kube import selectors
-from webhook.kube.names import label_value_error, qualified_name_error
 from webhook.kube.nodes import parse_int64  # strconv.ParseInt(v, 10, 64), the one reading
 
 __all__ = ["EVERYTHING", "NOTHING", "NodeRequirement", "Selector", "compile_selector", "parse_int64", "str_labels"]
@@ -54,17 +52,7 @@ class Selector:
             if labels.get(key) != wanted:
                 return False
         for key, op, values in self.others:
-            value = labels.get(key)
-            if op == "In":
-                if value is None or value not in values:
-                    return False
-            elif op == "NotIn":
-                if value is not None and value in values:
-                    return False
-            elif op == "Exists":
-                if value is None:
-                    return False
-            elif value is not None:  # DoesNotExist
+            if not selectors.holds(op, labels.get(key), values):
                 return False
         return True
 
@@ -88,22 +76,12 @@ class Selector:
 
 NOTHING = Selector(nothing=True)
 EVERYTHING = Selector()
-_LABEL_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-def _check_requirement(key: str, op: str, values: Sequence[str]) -> None:
-    """``labels.NewRequirement``'s validation for the label-selector operators."""
-    error = qualified_name_error(key)
+def _check(key: str, op: str, values: Sequence[str]) -> None:
+    error = selectors.requirement_error(key, op, values)
     if error:
-        raise ValueError(f"invalid label key: {error}")
-    if op in ("In", "NotIn") and not values:
-        raise ValueError(f"{key}: for 'in', 'notin' operators, values set can't be empty")
-    if op in ("Exists", "DoesNotExist") and values:
-        raise ValueError(f"{key}: values set must be empty for exists and does not exist")
-    for value in values:
-        error = label_value_error(value)
-        if error:
-            raise ValueError(f"{key}: {error}")
+        raise ValueError(error)
 
 
 def compile_selector(selector: Mapping[str, Any] | None) -> Selector:
@@ -116,15 +94,13 @@ def compile_selector(selector: Mapping[str, Any] | None) -> Selector:
         return Selector(source=selector)
     equal: list[tuple[str, str]] = []
     for key, value in match_labels.items():
-        _check_requirement(str(key), "In", [str(value)])
+        _check(str(key), "In", [str(value)])
         equal.append((str(key), str(value)))
     others: list[tuple[str, str, frozenset[str]]] = []
     for expr in expressions:
         key, op = str(expr.get("key", "")), str(expr.get("operator", ""))
         values = [str(v) for v in expr.get("values") or ()]
-        if op not in _LABEL_OPS:
-            raise ValueError(f"{op!r} is not a valid label selector operator")
-        _check_requirement(key, op, values)
+        _check(key, op, values)
         others.append((key, op, frozenset(values)))
     return Selector(equal, others, source=selector)
 
@@ -141,47 +117,14 @@ class NodeRequirement:
         raw = [str(v) for v in expr.get("values") or ()]
         self.values = frozenset(raw)
         self.index = index
-        self.bound: int | None = None
-        self.error = self._field_error(raw) if field else self._label_error(raw)
-
-    def _field_error(self, raw: list[str]) -> str | None:
-        if self.op not in ("In", "NotIn"):
-            return f"{self.op!r}: supported values: \"In\", \"NotIn\""
-        return None if len(raw) == 1 else f"{raw}: must have one element"
-
-    def _label_error(self, raw: list[str]) -> str | None:
-        if self.op in ("Gt", "Lt"):
-            if len(raw) != 1:
-                return "for 'Gt', 'Lt' operators, exactly one value is required"
-            self.bound = parse_int64(raw[0])
-            if self.bound is None:
-                return "for 'Gt', 'Lt' operators, the value must be an integer"
-            return qualified_name_error(self.key) or label_value_error(raw[0])
-        if self.op not in _LABEL_OPS:
-            return f"{self.op!r}: not a valid selector operator"
-        try:
-            _check_requirement(self.key, self.op, raw)
-        except ValueError as exc:
-            return str(exc)
-        return None
+        ordered = not field and self.op in selectors.ORDERED_OPERATORS and len(raw) == 1
+        self.bound = parse_int64(raw[0]) if ordered else None
+        self.error = selectors.field_requirement_error(self.op, raw) if field \
+            else selectors.requirement_error(self.key, self.op, raw, node=True)
 
     def matches(self, value: str | None) -> bool:
         """``Requirement.Matches`` given the node's value for the key (None: no such key)."""
-        op = self.op
-        if op == "In":
-            return value is not None and value in self.values
-        if op == "NotIn":
-            return value is None or value not in self.values
-        if op == "Exists":
-            return value is not None
-        if op == "DoesNotExist":
-            return value is None
-        if value is None or self.bound is None:
-            return False
-        have = parse_int64(value)
-        if have is None:  # a label that is not an integer never satisfies Gt/Lt
-            return False
-        return have > self.bound if op == "Gt" else have < self.bound
+        return selectors.holds(self.op, value, self.values, self.bound)
 
     def describe(self) -> str:
         shown = f" [{', '.join(sorted(self.values))}]" if self.values else ""
