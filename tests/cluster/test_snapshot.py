@@ -11,7 +11,6 @@ from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import budget_status, node, pdb, pod
 from webhook.cluster.config import ClusterConfig
 from webhook.cluster.snapshot import (
-    SCHEDULER_POD_SELECTOR,
     Refused,
     SharedValues,
     Snapshot,
@@ -20,6 +19,7 @@ from webhook.cluster.snapshot import (
     project_workload,
     read_once,
 )
+from webhook.kube.pods import SCHEDULER_FIELD_SELECTOR
 from webhook.scheduler.cluster import Cluster
 from webhook.scheduler.podinfo import PodInfo
 from webhook.scheduler.resources import pod_requests, scorer_requests
@@ -140,7 +140,7 @@ async def test_a_snapshot_leaves_out_finished_pods_as_the_scheduler_does(server:
     assert first["spec"]["containers"] is second["spec"]["containers"]  # one copy for equal subtrees
     lists = [r.query for r in server.requests if r.path == "/api/v1/pods" and r.query.get("watch") != "true"]
     assert len(lists) >= 2  # paged: the selector rides on every page, continue included
-    assert all(q.get("fieldSelector") == SCHEDULER_POD_SELECTOR for q in lists)
+    assert all(q.get("fieldSelector") == SCHEDULER_FIELD_SELECTOR for q in lists)
     assert any("continue" in q for q in lists)
 
 

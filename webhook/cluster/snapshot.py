@@ -9,9 +9,10 @@ it sorts a ``kubectl get -o yaml`` dump.
 
 What is read is what the kube-scheduler's own informers see:
 
-* Pods are listed with the field selector ``status.phase!=Succeeded,status.phase!=Failed``, as
-  the scheduler's pod informer is (``NewPodInformer`` / ``newPodInformer`` in
-  pkg/scheduler/scheduler.go): finished pods hold no resources and never matter to a filter.
+* Pods are listed with the field selector ``status.phase!=Succeeded,status.phase!=Failed``
+  (``kube.pods.SCHEDULER_FIELD_SELECTOR``), as the scheduler's pod informer is
+  (``newPodInformer`` in pkg/scheduler/scheduler.go): finished pods hold no resources and
+  never matter to a filter.
 * PodDisruptionBudgets come from ``policy/v1`` when the server serves it, else from
   ``policy/v1beta1`` (v1.19 and v1.20 servers), chosen by discovery (``GET /apis/policy``).
 
@@ -39,6 +40,8 @@ from urllib.parse import urlencode
 
 import msgspec
 
+from webhook.kube import pods as kube_pods
+
 from . import discovery
 from .cache import NAMESPACES, NODES, PRIORITY_CLASSES, ClusterCache
 from .client import Client, describe, final, transport_cause
@@ -59,8 +62,7 @@ PODS, PDBS = "pods", "poddisruptionbudgets"
 DEPLOYMENTS, REPLICASETS, STATEFULSETS, DAEMONSETS = "deployments", "replicasets", "statefulsets", "daemonsets"
 
 # newPodInformer (pkg/scheduler/scheduler.go): the scheduler never lists finished pods.
-SCHEDULER_POD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-POD_PATH = "/api/v1/pods?" + urlencode({"fieldSelector": SCHEDULER_POD_SELECTOR})
+POD_PATH = "/api/v1/pods?" + urlencode({"fieldSelector": kube_pods.SCHEDULER_FIELD_SELECTOR})
 
 # How long a request may outlive the read's deadline. The deadline is the only clock: a
 # request's own timer firing in the same instant as the deadline's cancellation can turn that

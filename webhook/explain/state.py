@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.cluster.view import StaticClusterView
+from webhook.kube import pods as kube_pods
 from webhook.kube.objects import flatten
 from webhook.scheduler.cluster import Cluster
 
@@ -24,7 +25,6 @@ __all__ = ["WORKLOAD_KINDS", "ClusterState"]
 
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"})
 _READ = frozenset({"Node", "Pod", "Namespace", "PriorityClass", "PodDisruptionBudget"}) | WORKLOAD_KINDS
-_TERMINAL = ("Succeeded", "Failed")
 
 
 @dataclass
@@ -90,7 +90,7 @@ def _node_notes(nodes: list[Mapping[str, Any]]) -> list[str]:
 
 
 def _pod_notes(pods: list[Mapping[str, Any]], node_names: set[str]) -> list[str]:
-    live = [p for p in pods if (p.get("status") or {}).get("phase") not in _TERMINAL]
+    live = [p for p in pods if not kube_pods.terminal(p)]
     unbound = [f"{_namespace(p)}/{_name(p)}" for p in live if not (p.get("spec") or {}).get("nodeName")]
     elsewhere = [f"{_namespace(p)}/{_name(p)}" for p in live
                  if (p.get("spec") or {}).get("nodeName") and (p.get("spec") or {}).get("nodeName") not in node_names]

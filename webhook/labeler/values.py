@@ -30,6 +30,7 @@ from typing import Any
 
 from webhook import PREFIX
 from webhook.engine.fragments import AVAILABLE_LABELS, USAGE_LABELS
+from webhook.kube import pods as kube_pods
 from webhook.scheduler.resources import Resource, pod_requests, to_resource
 
 __all__ = [
@@ -54,7 +55,6 @@ GPU_LABEL = AVAILABLE_LABELS["gpu"][0]
 LABELS: tuple[str, ...] = tuple(PREFIX + name for name in (*USAGE.values(), *(a for a, _ in AVAILABLE.values()),
                                                             GPU_LABEL))
 DEFAULT_GPU_RESOURCES: tuple[str, ...] = ("nvidia.com/gpu", "amd.com/gpu")
-_TERMINAL = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def pod_resource(pod: Mapping[str, Any]) -> Resource:
 
     Raises ``ValueError`` (naming the pod) for a quantity that does not parse: an unknown
     amount must not be counted as zero, which would promise room that is not there."""
-    if (pod.get("status") or {}).get("phase") in _TERMINAL:
+    if kube_pods.terminal(pod):
         return Resource()
     try:
         return to_resource(pod_requests(pod.get("spec") or {}))
@@ -114,7 +114,7 @@ class RequestsMemo:
         self._memo: dict[tuple[int, ...], tuple[tuple[Any, ...], Resource]] = {}
 
     def __call__(self, pod: Mapping[str, Any]) -> Resource:
-        if (pod.get("status") or {}).get("phase") in _TERMINAL:
+        if kube_pods.terminal(pod):
             return Resource()
         spec = pod.get("spec") or {}
         parts = tuple(spec.get(f) for f in self._FIELDS)

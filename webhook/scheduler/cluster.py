@@ -1,10 +1,10 @@
 """A cluster snapshot: nodes with their bound pods, namespace labels and PodDisruptionBudgets.
 
 This is the scheduler's ``Snapshot`` of its cache. Pods in phase Succeeded or Failed are left
-out, as the scheduler's pod informer is created with the field selector
-``status.phase!=Succeeded,status.phase!=Failed``; pods without ``spec.nodeName`` are pending and
-not on any node (nominated pods are not modelled); pods bound to a node the snapshot does not
-have are dropped, as the scheduler's cache keeps them on a placeholder NodeInfo no filter sees.
+out (``kube.pods.terminal``), as the scheduler's pod informer never lists them; pods without
+``spec.nodeName`` are pending and not on any node (nominated pods are not modelled); pods bound
+to a node the snapshot does not have are dropped, as the scheduler's cache keeps them on a
+placeholder NodeInfo no filter sees.
 
 Snapshots are values: ``bind`` and ``evict`` return a new snapshot sharing every unchanged
 node. The per-pod scheduling state (``PlanState``: PreFilter/PreScore counts kept in step
@@ -16,14 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from webhook.kube import pods as kube_pods
 from webhook.kube.objects import flatten
 from webhook.scheduler.labels import str_labels
 from webhook.scheduler.nodeinfo import NodeInfo
 from webhook.scheduler.podinfo import PodInfo
 
 __all__ = ["Cluster", "Tracker"]
-
-_TERMINAL = ("Succeeded", "Failed")
 
 
 class Tracker(Protocol):
@@ -58,7 +57,7 @@ class Cluster:
         on_node: dict[str, list[PodInfo]] = {}
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
-            if not node or node not in infos or (pod.get("status") or {}).get("phase") in _TERMINAL:
+            if not node or node not in infos or kube_pods.terminal(pod):
                 continue
             on_node.setdefault(node, []).append(PodInfo(pod, strict=False))
         for name, bound in on_node.items():

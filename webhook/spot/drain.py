@@ -37,6 +37,7 @@ from typing import Any, Protocol
 import aiohttp
 
 from webhook.cluster.client import ApiError, Client
+from webhook.kube import pods as kube_pods
 
 __all__ = ["SYSTEM_CLOCK", "Clock", "DrainReport", "Evictor", "NodeDrain", "SystemClock", "controller_uid", "evictable",
            "pod_key", "ready", "skip_reason"]
@@ -118,7 +119,7 @@ def skip_reason(pod: Mapping[str, Any], excluded_namespaces: Iterable[str] = ())
         return "already terminating"
     if MIRROR_ANNOTATION in (meta.get("annotations") or {}) or _owner_kind(pod) == "Node":
         return "a mirror pod"  # a static pod's mirror: the kubelet owns it (controller: its Node)
-    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+    if kube_pods.terminal(pod):
         return "finished"
     if _owner_kind(pod) == "DaemonSet":
         return "a DaemonSet pod"
