@@ -28,6 +28,7 @@ from tests.kit.fakeapi.objects import node, pod
 from webhook.cluster import cache
 from webhook.cluster.config import ClusterConfig
 from webhook.cluster.snapshot import POD_PATH
+from webhook.commands import common
 from webhook.commands import spot_controller as spot_command
 from webhook.runtime import leader
 from webhook.spot import config as spot_config
@@ -431,7 +432,8 @@ async def test_running_the_chart_s_command_every_api_call_is_granted_and_every_g
         def reasons() -> set[str]:
             return {str(e.get("reason")) for ns in ("default", "shop") for e in server.list_objects("Event", ns)}
 
-        task = asyncio.create_task(spot_command._main(ClusterConfig(server.url), spot_config.load(args.config), args))
+        config = common.controller_config(args, ClusterConfig(server.url))
+        task = asyncio.create_task(spot_command._main(config, spot_config.load(args.config), spot_command.settings(args)))
         try:
             await until(lambda: "Drained" in reasons(), timeout=15.0, what="the drain")
             assert server.get_object("Pod", "web-1", "shop") is None and server.get_object("Pod", "web-2", "shop") is None

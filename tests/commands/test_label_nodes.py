@@ -130,6 +130,32 @@ def test_with_leader_election_one_replica_writes_and_another_takes_over_when_it_
     assert _holder(api) == "", "the leader released the lease on SIGTERM"
 
 
+def test_sigterm_stops_it_at_once_while_it_still_waits_for_the_api_server(tmp_path: Path) -> None:
+    import urllib.request
+
+    from tests.kit.envtest import free_port
+
+    kubeconfig, port = _kubeconfig_for(tmp_path, f"http://127.0.0.1:{free_port()}"), free_port()  # a closed port
+    argv = [sys.executable, "-m", "webhook", "label-nodes", "--kubeconfig", str(kubeconfig),
+            "--metrics-host", "127.0.0.1", "--metrics-port", str(port)]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    try:
+        def alive() -> bool:  # its probes answer: its signal handlers are in place
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as answer:
+                    return bool(answer.status == 200)
+            except OSError:
+                return False
+
+        _wait(alive, "the probes")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=5) == 0  # not after the 30 s between its "waiting" lines
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 def test_once_against_a_closed_port_is_one_error_line_at_once_naming_the_server(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tests.kit.envtest import free_port

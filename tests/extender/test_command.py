@@ -16,6 +16,8 @@ from tests.server.garbage import assert_error_shape
 from tests.runtime.test_errors import assert_parse_errors_are_json, exchange, free_port
 from webhook import cli
 from webhook.commands import extender as command
+from webhook.extender.component import component
+from webhook.runtime.run import run
 from webhook.spot.config import SpotConfig
 
 
@@ -74,9 +76,10 @@ def test_a_usable_url_is_printed_as_the_scheduler_reads_it(url: str, prefix: str
 async def hand_run(caplog: pytest.LogCaptureFixture) -> AsyncIterator[int]:
     """``extender --no-cluster`` on a free port, in process; cancelled afterwards."""
     port = free_port()
-    args = cli.build_parser().parse_args(["extender", "--no-cluster", "--port", str(port)])
+    config = command.extender_config(cli.build_parser().parse_args(["extender", "--no-cluster", "--port", str(port)]))
+    assert not isinstance(config, int)
     with caplog.at_level(logging.INFO, logger="webhook.extender"):
-        task = asyncio.create_task(command._serve(SpotConfig(), args))
+        task = asyncio.create_task(run(component(SpotConfig(), config)))
         for _ in range(500):  # until it listens: the loop runs it between the attempts
             with contextlib.suppress(OSError):
                 _, writer = await asyncio.open_connection("127.0.0.1", port)

@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestClient
 
 from tests.kit.server import Pki
 from tests.server.garbage import assert_error_shape
-from webhook.runtime import probes
+from webhook.runtime import probes, run
 from webhook.server import app as server
 from webhook.runtime import errors
 
@@ -139,10 +139,26 @@ async def test_the_server_answers_what_its_http_parser_refuses_in_json_on_both_p
     await assert_parse_errors_are_json(tls_port, context=pki.client_context())
 
 
+@contextlib.asynccontextmanager
+async def probes_served(port: int, *, not_ready: Callable[[], list[str]]) -> AsyncIterator[None]:
+    """The probes alone, run as a controller runs them; cancelled afterwards."""
+    ready = asyncio.Event()
+    app = probes.app(metrics=lambda: b"", not_ready=not_ready)
+    served = run.Component(name="probes", log=logging.getLogger("tests.probes"),
+                           endpoints=(run.Endpoint(app, "127.0.0.1", port),), on_ready=ready.set)
+    task = asyncio.create_task(run.run(served))
+    await asyncio.wait_for(ready.wait(), 10)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def test_a_probe_server_answers_every_error_in_json() -> None:
     port = free_port()
-    runner = await probes.start("127.0.0.1", port, metrics=lambda: b"", not_ready=lambda: ["nodes not synced"])
-    try:
+    async with probes_served(port, not_ready=lambda: ["nodes not synced"]):
         for request, status, message in [
             (b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "no endpoint at /nope"),
             (b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 405,
@@ -153,20 +169,15 @@ async def test_a_probe_server_answers_every_error_in_json() -> None:
             assert answer[:2] == (status, "application/json")
             assert json.loads(answer[2]) == {"error": message, "status": status}
         await assert_parse_errors_are_json(port)
-    finally:
-        await runner.cleanup()
 
 
 async def test_a_request_the_parser_refuses_is_logged_as_one_line_without_a_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     port = free_port()
-    runner = await probes.start("127.0.0.1", port, metrics=lambda: b"", not_ready=list)
-    try:
+    async with probes_served(port, not_ready=list):
         with caplog.at_level(logging.DEBUG):
             await exchange(port, NOT_HTTP[1])
-    finally:
-        await runner.cleanup()
     (line,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert (line.name, line.getMessage(), line.exc_info) == ("webhook.runtime.errors", "bad HTTP request", None)
     assert line.fields["status"] == 400  # type: ignore[attr-defined]

@@ -1,14 +1,19 @@
 """What several commands share: error lines, number types, the ``--kinds-config`` flag, and the
-flags, run loop and SpotConfig of the cluster-side controllers."""
+flags, configuration and SpotConfig of the cluster-side controllers."""
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from webhook.exitcodes import Exit
 from webhook.kube import kinds
+
+if TYPE_CHECKING:
+    from webhook.cluster.config import ClusterConfig
+    from webhook.runtime.controller import ControllerConfig
+    from webhook.spot.config import SpotConfig
 
 
 def error(command: str, message: str) -> None:
@@ -78,22 +83,29 @@ def add_controller_flags(parser: argparse.ArgumentParser, *, lease_name: str, ac
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
-async def follow(work: Callable[[Any], Awaitable[None]], metrics: Any, cache: Any, client: Any,
-                 args: argparse.Namespace, *, component: str) -> int:
-    """``runtime.controller.follow`` with the controller flags' values; ``metrics`` has the
-    ``leader`` gauge, ``render`` and ``watch_cluster``."""
-    from webhook.runtime.controller import Election
-    from webhook.runtime.controller import follow as run_following
+def load_cluster(args: argparse.Namespace, command: str) -> ClusterConfig | None:
+    """Where ``--kubeconfig`` and ``--context`` say the cluster is (else the pod's service account,
+    ``$KUBECONFIG`` or ``~/.kube/config``); None (after an error line) when that cannot be used."""
+    from webhook.cluster import config
 
-    metrics.watch_cluster(cache.status)
+    try:
+        return config.load(args.kubeconfig, args.context, user_default=True)
+    except config.ConfigError as exc:
+        error(command, str(exc))
+        return None
+
+
+def controller_config(args: argparse.Namespace, cluster: ClusterConfig) -> ControllerConfig:
+    """The controller flags' values as configuration, for the cluster at ``cluster``."""
+    from webhook.runtime.controller import Address, ControllerConfig, Election
+
     election = Election(args.lease_name, args.lease_namespace, args.lease_duration, args.renew_deadline,
                         args.retry_period) if args.leader_elect else None
-    return await run_following(work, cache, client, component=component, leader=metrics.leader,
-                               metrics=metrics.render, metrics_host=args.metrics_host,
-                               metrics_port=args.metrics_port, election=election)
+    probes = Address(args.metrics_host, args.metrics_port) if args.metrics_port else None
+    return ControllerConfig(cluster=cluster, election=election, probes=probes, sync_timeout=args.sync_timeout)
 
 
-def load_spot_config(path: str | None) -> Any:
+def load_spot_config(path: str | None) -> SpotConfig | int:
     """The SpotConfig in ``path`` (None: the defaults), or exit code 2 after printing each of
     its errors as ``file:line: field: message``."""
     from webhook.spot import config as spot_config

@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import logging
-import signal
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from webhook.commands import common
 from webhook.exitcodes import Exit
 
+if TYPE_CHECKING:
+    from webhook.extender.component import ExtenderConfig
+    from webhook.spot.config import SpotConfig
+
 HELP = "serve the kube-scheduler extender for spot and on-demand capacity"
-log = logging.getLogger("webhook.extender")
 # The scheduler's default httpTimeout is 5 s; an answer takes milliseconds.
 HTTP_TIMEOUT = "5s"
 
@@ -106,83 +107,45 @@ def run(args: argparse.Namespace) -> int:
         print("# Add to the KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1):")
         sys.stdout.write(yaml.safe_dump({"extenders": [entry]}, sort_keys=False))
         return Exit.OK
-    if bool(args.tls_cert) != bool(args.tls_key):
-        common.error("extender", "give --tls-cert and --tls-key together (or neither, for HTTP)")
-        return Exit.USAGE
     settings = common.load_spot_config(args.config)
     if isinstance(settings, int):
         return settings
+    config = extender_config(args)
+    if isinstance(config, int):
+        return config
     logs.setup(args.log_level)
     try:
-        return asyncio.run(_serve(settings, args))
+        return asyncio.run(_serve(settings, config))
     except KeyboardInterrupt:
         return 130
 
 
-async def _serve(settings: Any, args: argparse.Namespace) -> int:
-    from aiohttp import web
-
+def extender_config(args: argparse.Namespace) -> ExtenderConfig | int:
+    """The flags as configuration, or exit code 2 after an error line."""
     from webhook.cluster import config as cluster_config
-    from webhook.extender.app import Extender, make_app
-    from webhook.runtime import errors
+    from webhook.extender.component import ExtenderConfig
 
-    cache = client = None
+    if bool(args.tls_cert) != bool(args.tls_key):
+        common.error("extender", "give --tls-cert and --tls-key together (or neither, for HTTP)")
+        return Exit.USAGE
+    where = None
     if not args.no_cluster:
         try:
             where = cluster_config.load(args.kubeconfig, args.context, user_default=True)
         except cluster_config.ConfigError as exc:
             common.error("extender", f"{exc} (or --no-cluster to judge whole Node objects only)")
             return Exit.USAGE
-        from webhook.cluster.cache import NODES, ClusterCache
-        from webhook.cluster.client import Client
-        from webhook.spot.nodes import node_projection
+    tls = (Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert else None
+    return ExtenderConfig(host=args.host, port=args.port, tls=tls, cluster=where, url_prefix=args.url_prefix, filter_verb=args.filter_verb,
+                          prioritize_verb=args.prioritize_verb, max_request_bytes=args.max_request_bytes)
 
-        client = Client(where)
-        cache = ClusterCache(client, projections={NODES: node_projection(settings)})  # watched annotations too
-    extender = Extender(settings, view=cache)
-    if cache is not None:
-        cache.informers["nodes"].add_handler(extender.saw_node)
-        await cache.start()
 
-    def not_ready() -> list[str]:
-        if cache is None:
-            return []
-        return [f"{name} not synced" for name, s in cache.status().items() if not s["synced"]]
+async def _serve(settings: SpotConfig, config: ExtenderConfig) -> int:
+    from webhook.extender.component import component
+    from webhook.runtime.run import CannotStart, run
 
-    app = make_app(extender, prefix=args.url_prefix, filter_verb=args.filter_verb,
-                   prioritize_verb=args.prioritize_verb, max_bytes=args.max_request_bytes, not_ready=not_ready)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
-    await runner.setup()
-    errors.answer_parse_errors_in_json(runner)
-    certs = None
-    ssl_context = None
-    if args.tls_cert:
-        from webhook.runtime.tls import CertificateSource
-
-        certs = CertificateSource(cert_file=args.tls_cert, key_file=args.tls_key)
-        if certs.poll() is False:
-            common.error("extender", certs.last_error)
-            await runner.cleanup()
-            return Exit.USAGE
-        ssl_context = certs.context
-    await web.TCPSite(runner, args.host, args.port, ssl_context=ssl_context).start()
-    log.info("serving", extra={"fields": {"address": f"{args.host}:{args.port}", "tls": bool(certs),
-                                          "clusterView": cache is not None}})
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     try:
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 10.0)
-            if certs is not None and certs.poll() is False:
-                log.error("certificate reload failed", extra={"fields": {"error": certs.last_error}})
-    finally:
-        await runner.cleanup()
-        if cache is not None:
-            await cache.stop()
-        if client is not None:
-            await client.close()
-    return Exit.OK
+        return await run(component(settings, config))
+    except CannotStart as exc:
+        common.error("extender", str(exc))
+        return exc.code

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from webhook.commands import common
 from webhook.exitcodes import Exit
 
 if TYPE_CHECKING:
-    from webhook.labeler.controller import Labeler
+    from webhook.labeler.controller import LabelerConfig
     from webhook.labeler.values import NodeLabels
     from webhook.labeler.writes import Change
+    from webhook.runtime.controller import ControllerConfig
 
 HELP = "keep the resource labels of resource-aware placement current on every node"
-log = logging.getLogger("webhook.labeler")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,54 +51,44 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.cluster import config
     from webhook.labeler.controller import LabelerConfig
     from webhook.labeler.values import DEFAULT_GPU_RESOURCES, Steps
     from webhook.runtime import logs
 
     logs.setup(args.log_level)
-    try:
-        where = config.load(args.kubeconfig, args.context, user_default=True)
-    except config.ConfigError as exc:
-        print(f"placement-webhook label-nodes: {exc}", file=sys.stderr)
+    where = common.load_cluster(args, "label-nodes")
+    if where is None:
         return Exit.USAGE
+    config = common.controller_config(args, where)
     steps = Steps(usage=args.usage_step, cpu=args.cpu_step, memory=args.memory_step, storage=args.storage_step)
     settings = LabelerConfig(steps=steps, gpu_resources=tuple(args.gpu_resources or DEFAULT_GPU_RESOURCES),
                              source=args.source, rate=args.rate, interval=args.interval, dry_run=args.dry_run)
     try:
-        return asyncio.run(_main(where, settings, args))
+        if args.once or args.dry_run:
+            return asyncio.run(_one_pass(config, settings, sys.stdout))
+        return asyncio.run(_follow(config, settings))
     except KeyboardInterrupt:
         return 130
 
 
-async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
-    from webhook.cluster.cache import ClusterCache
-    from webhook.cluster.client import Client
-    from webhook.labeler.controller import Labeler
+async def _follow(config: ControllerConfig, settings: LabelerConfig) -> int:
+    from webhook.labeler import component
+    from webhook.runtime.run import run
 
-    client = Client(where)
-    cache = ClusterCache(client)
-    labeler = Labeler(client, cache, settings)
-    await cache.start()
-    try:
-        if args.once or args.dry_run:
-            return await _one_pass(labeler, cache, args, sys.stdout)
-        return await common.follow(labeler.run, labeler.metrics, cache, client, args, component="label-nodes")
-    finally:
-        await cache.stop()
-        await client.close()
+    return await run(component.component(config, settings))
 
 
-async def _one_pass(labeler: Labeler, cache: Any, args: argparse.Namespace, out: TextIO) -> int:
-    from webhook.runtime.controller import first_lists
+async def _one_pass(config: ControllerConfig, settings: LabelerConfig, out: TextIO) -> int:
+    from webhook.labeler import component
+    from webhook.runtime.sync import NotSynced
 
-    failed = await first_lists(cache, timeout=args.sync_timeout)
-    if failed is not None:
-        print(f"error: {failed[0]}", file=sys.stderr)
-        return failed[1]
-    report, computed, changes = await labeler.run_pass()
-    if args.dry_run:
-        out.write(table(labeler.nodes(), computed, changes))
+    done = await component.once(config, settings)
+    if isinstance(done, NotSynced):
+        print(f"error: {done.message}", file=sys.stderr)
+        return done.code
+    report = done.report
+    if settings.dry_run:
+        out.write(table(done.nodes, done.computed, done.changes))
         return Exit.OK
     print(f"{report.nodes} node(s): {report.written} written, {report.unchanged} already right, "
           f"{len(report.skipped)} left out, {len(report.failed)} failed", file=sys.stderr)
@@ -107,7 +97,7 @@ async def _one_pass(labeler: Labeler, cache: Any, args: argparse.Namespace, out:
     return Exit.OK if report.ok else Exit.FINDINGS
 
 
-def table(nodes: Any, computed: list[NodeLabels], changes: list[Change]) -> str:
+def table(nodes: Mapping[str, Mapping[str, Any]], computed: list[NodeLabels], changes: list[Change]) -> str:
     """Per node: each label's current value, the computed one, and whether it would change."""
     from webhook.labeler.values import PREFIX
 

@@ -17,13 +17,16 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webhook.cluster.config import ClusterConfig
 from webhook.commands import common
 from webhook.exitcodes import Exit
 from webhook.kube.kinds import Targets
 from webhook.server.config import ServerConfig
+
+if TYPE_CHECKING:
+    from webhook.server.app import State
 
 ENV_PREFIX = "PLACEMENT_WEBHOOK_"
 DEV_CERTS = Path("certs")
@@ -367,7 +370,7 @@ def _expires_soon(cert: Path) -> bool:
     return info.not_after - dt.datetime.now(dt.UTC) < dt.timedelta(days=1)
 
 
-def _print_dev_example(state: Any, files: DevSetup) -> None:
+def _print_dev_example(state: State, files: DevSetup) -> None:
     """A ready-to-run ``curl`` that posts the sample review, printed only when the CA and the
     sample it names exist; otherwise what is missing, plainly."""
     config = state.config

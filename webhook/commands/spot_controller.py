@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from webhook.commands import common
 from webhook.exitcodes import Exit
 
+if TYPE_CHECKING:
+    from webhook.runtime.controller import ControllerConfig
+    from webhook.spot.config import SpotConfig
+    from webhook.spot.controller import SpotSettings
+
 HELP = "cordon spot nodes about to be reclaimed and evict their pods under PodDisruptionBudgets"
-log = logging.getLogger("webhook.spot")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,51 +36,42 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.cluster import config as cluster_config
     from webhook.runtime import logs
-    settings = common.load_spot_config(args.config)
-    if isinstance(settings, int):
-        return settings
+
+    spot = common.load_spot_config(args.config)
+    if isinstance(spot, int):
+        return spot
     if args.provider:
-        settings = settings.model_copy(update={"provider": args.provider})
+        spot = spot.model_copy(update={"provider": args.provider})
     logs.setup(args.log_level)
-    try:
-        where = cluster_config.load(args.kubeconfig, args.context, user_default=True)
-    except cluster_config.ConfigError as exc:
-        common.error("spot-controller", str(exc))
+    where = common.load_cluster(args, "spot-controller")
+    if where is None:
         return Exit.USAGE
     try:
-        return asyncio.run(_main(where, settings, args))
+        return asyncio.run(_main(common.controller_config(args, where), spot, settings(args)))
     except KeyboardInterrupt:
         return 130
 
 
-async def _main(where: Any, settings: Any, args: argparse.Namespace) -> int:
-    from webhook.cluster import discovery
-    from webhook.cluster.cache import NODES, ClusterCache
-    from webhook.cluster.client import Client
-    from webhook.spot.controller import CORDONED_BY, DRAIN_STARTED, SpotController, SpotSettings, plan
-    from webhook.spot.nodes import node_projection
+def settings(args: argparse.Namespace) -> SpotSettings:
+    """The drain's flags as its settings (the Eviction version is the API server's to say)."""
+    from webhook.spot.controller import SpotSettings
 
-    client = Client(where)
-    cache = ClusterCache(client, projections={NODES: node_projection(settings, (DRAIN_STARTED, CORDONED_BY))})
-    options = SpotSettings(drain_timeout=args.drain_timeout, exclude_namespaces=tuple(args.exclude_namespaces),
-                           dry_run=args.dry_run, eviction_version=await discovery.eviction_version(client),
-                           parallel_evictions=args.parallel_evictions)
-    controller = SpotController(client, cache, settings, options)
-    await cache.start()
-    try:
-        if args.dry_run:
-            from webhook.runtime.controller import first_lists
+    return SpotSettings(drain_timeout=args.drain_timeout, exclude_namespaces=tuple(args.exclude_namespaces),
+                        dry_run=args.dry_run, parallel_evictions=args.parallel_evictions)
 
-            failed = await first_lists(cache, timeout=args.sync_timeout)
-            if failed is not None:
-                print(f"error: {failed[0]}", file=sys.stderr)
-                return failed[1]
-            print("\n".join(plan(controller)))
-            return Exit.OK
-        return await common.follow(controller.run, controller.metrics, cache, client, args,
-                                   component="spot-controller")
-    finally:
-        await cache.stop()
-        await client.close()
+
+async def _main(config: ControllerConfig, spot: SpotConfig, options: SpotSettings) -> int:
+    from webhook.runtime.run import run
+    from webhook.runtime.sync import NotSynced
+    from webhook.spot import component
+
+    controller = await component.spot_controller(config, spot, options)
+    if not options.dry_run:
+        return await run(component.component(controller, config))
+    plan = await component.dry_run(controller, config)
+    if isinstance(plan, NotSynced):
+        print(f"error: {plan.message}", file=sys.stderr)
+        return plan.code
+    print("\n".join(plan))
+    return Exit.OK

@@ -25,12 +25,12 @@ import aiohttp
 
 from webhook.cluster.cache import NODES, ClusterCache
 from webhook.cluster.client import ApiError, Client
-from webhook.runtime.controller import first
 from webhook.cluster.snapshot import POD_PATH, SharedValues, project_pod
-from webhook.scheduler.resources import Resource
 from webhook.labeler.metrics import LabelerMetrics
 from webhook.labeler.values import DEFAULT_GPU_RESOURCES, LABELS, NodeLabels, RequestsMemo, Steps, compute
 from webhook.labeler.writes import Change, PassReport, Writer, plan
+from webhook.runtime.sync import first
+from webhook.scheduler.resources import Resource
 
 __all__ = ["METRICS_PATH", "PODS", "Labeler", "LabelerConfig"]
 

@@ -13,13 +13,13 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from webhook.runtime import errors
 
-__all__ = ["routes", "start"]
+__all__ = ["app", "routes"]
 
 
 def routes(*, metrics: Callable[[], bytes], not_ready: Callable[[], list[str]],
            warnings: Callable[[], list[str]] = list) -> list[web.RouteDef]:
     """``GET /metrics``, ``/healthz`` and ``/readyz``, for an app of the caller's own (the
-    extender serves them beside its verbs) or for ``start``. ``warnings`` are what is wrong
+    extender serves them beside its verbs) or for ``app``. ``warnings`` are what is wrong
     without making the process unready: ``/readyz`` says them under its ``ok``."""
 
     async def metrics_handler(_: web.Request) -> web.Response:
@@ -37,13 +37,8 @@ def routes(*, metrics: Callable[[], bytes], not_ready: Callable[[], list[str]],
     return [web.get("/metrics", metrics_handler), web.get("/healthz", healthz), web.get("/readyz", readyz)]
 
 
-async def start(host: str, port: int, *, metrics: Callable[[], bytes],
-                not_ready: Callable[[], list[str]]) -> web.AppRunner:
-    """Serve the probes on ``host:port`` until the returned runner is cleaned up."""
-    app = errors.install(web.Application())
-    app.add_routes(routes(metrics=metrics, not_ready=not_ready))
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
-    await runner.setup()
-    errors.answer_parse_errors_in_json(runner)
-    await web.TCPSite(runner, host, port).start()
-    return runner
+def app(*, metrics: Callable[[], bytes], not_ready: Callable[[], list[str]]) -> web.Application:
+    """An application serving only the probes (a controller's; ``run`` serves it)."""
+    probes = errors.install(web.Application())
+    probes.add_routes(routes(metrics=metrics, not_ready=not_ready))
+    return probes

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -25,8 +24,8 @@ from webhook import codec
 from webhook.cluster.view import ClusterView
 from webhook.engine import admission, review
 from webhook.policy.policyset import PolicySet
-from webhook.runtime import errors
-from webhook.runtime.reload import every
+from webhook.runtime import errors, reload, run, sync
+from webhook.runtime.run import Context
 from webhook.runtime.tls import CertificateSource
 from webhook.server.config import ServerConfig
 from webhook.server.metrics import CONTENT_TYPE, RESULT_INVALID, Metrics
@@ -135,7 +134,7 @@ def make_app(state: State) -> web.Application:
     app = errors.install(web.Application(client_max_size=MAX_BODY))
     app[STATE] = state
     app.add_routes([web.post("/mutate", mutate), web.get("/healthz", healthz), web.get("/readyz", readyz)])
-    app.cleanup_ctx.append(reloaders)
+    app.cleanup_ctx.extend(reloaders(state))
     app.cleanup_ctx.append(cluster_view)
     return app
 
@@ -148,24 +147,15 @@ def make_metrics_app(state: State) -> web.Application:
     return app
 
 
-async def reloaders(app: web.Application) -> AsyncIterator[None]:
-    """Load certificate and policies before serving, then poll both until shutdown."""
-    state = app[STATE]
-    state.reload_certificate()
-    await state.reload_policies()
-    interval = state.config.reload_interval
+def reloaders(state: State) -> list[Context]:
+    """Load the certificate, then the policies, before serving; poll both until shutdown."""
 
     async def certificate_step() -> None:
         state.reload_certificate()
 
-    tasks = [
-        asyncio.create_task(every(interval, certificate_step), name="certificate-reloader"),
-        asyncio.create_task(every(interval, state.reload_policies), name="policy-reloader"),
-    ]
-    yield
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    interval = state.config.reload_interval
+    return [reload.periodically(certificate_step, interval=interval, name="certificate-reloader"),
+            reload.periodically(state.reload_policies, interval=interval, name="policy-reloader")]
 
 
 async def cluster_view(app: web.Application) -> AsyncIterator[None]:
@@ -179,16 +169,11 @@ async def cluster_view(app: web.Application) -> AsyncIterator[None]:
     from webhook.cluster.cache import ClusterCache
     from webhook.cluster.client import Client
 
-    client = Client(state.config.cluster)
-    state.cache = ClusterCache(client, match_label_keys=state.config.match_label_keys)
+    state.cache = ClusterCache(Client(state.config.cluster), match_label_keys=state.config.match_label_keys)
     state.metrics.watch_cluster(state.cache.status)
-    await state.cache.start()
-    log.info("cluster view started", extra={"fields": {"server": state.config.cluster.host}})
-    try:
+    async with sync.watched(state.cache):
+        log.info("cluster view started", extra={"fields": {"server": state.config.cluster.host}})
         yield
-    finally:
-        await state.cache.stop()
-        await client.close()
 
 
 # --- handlers ---------------------------------------------------------------------------------
@@ -295,30 +280,35 @@ async def metrics(request: web.Request) -> web.Response:
 async def serve(config: ServerConfig, *, on_ready: Callable[[State], None] | None = None) -> int:
     """Serve until SIGTERM or SIGINT, then shut down gracefully; returns the exit code."""
     state = State(config)
-    # The grace period is spent in ``_drain``; the runner's own timeout only bounds the
-    # cancellation of reviews still unfinished after it.
-    tls = web.AppRunner(make_app(state), shutdown_timeout=1.0, handle_signals=False, access_log=None)
-    plain = web.AppRunner(make_metrics_app(state), shutdown_timeout=1.0, handle_signals=False, access_log=None)
-    await tls.setup()  # runs the reloaders' first load
-    await plain.setup()
-    errors.answer_parse_errors_in_json(tls)
-    errors.answer_parse_errors_in_json(plain)
-    stop = _stop_on_signals(state)
-    try:
-        await web.TCPSite(plain, config.host, config.metrics_port).start()
-        await web.TCPSite(tls, config.host, config.port, ssl_context=state.certs.context).start()
-        log.info("serving", extra={"fields": {"address": f"{config.host}:{config.port}", "metrics": f"{config.host}:{config.metrics_port}", "notReady": state.not_ready()}})
+    return await run.run(component(state, on_ready=on_ready))
+
+
+def component(state: State, *, on_ready: Callable[[State], None] | None = None) -> run.Component:
+    """The admission server: the metrics port, then the TLS port (whose application loads the
+    certificate and the policies, and watches the cluster). On a signal ``/readyz`` fails at
+    once; the TLS port is drained (``_drain``) while the metrics port keeps answering."""
+    config = state.config
+
+    def shutting_down() -> None:
+        state.shutting_down = True  # /readyz fails from this instant
+
+    def ready() -> None:
         if on_ready is not None:
             on_ready(state)
-        await stop.wait()
-        log.info("shutting down", extra={"fields": {"graceSeconds": config.shutdown_grace}})
-    finally:
-        state.shutting_down = True
-        await _drain(tls, state, config.shutdown_grace)
-        await tls.cleanup()
-        await plain.cleanup()
-    log.info("stopped")
-    return 0
+
+    async def drain(runner: web.AppRunner) -> None:
+        await _drain(runner, state, config.shutdown_grace)
+
+    # The grace period is spent in ``_drain``; the runner's own timeout only bounds the
+    # cancellation of reviews still unfinished after it.
+    return run.Component(
+        name="serve", log=log,
+        endpoints=(run.Endpoint(make_metrics_app(state), config.host, config.metrics_port),
+                   run.Endpoint(make_app(state), config.host, config.port, tls=state.certs, drain=drain)),
+        describe=lambda: {"address": f"{config.host}:{config.port}", "metrics": f"{config.host}:{config.metrics_port}",
+                          "notReady": state.not_ready()},
+        stopping={"graceSeconds": config.shutdown_grace},
+        on_ready=ready, on_stop=shutting_down)
 
 
 async def _drain(runner: web.AppRunner, state: State, grace: float) -> None:
@@ -337,16 +327,3 @@ async def _drain(runner: web.AppRunner, state: State, grace: float) -> None:
             connection.close()
     if not await state.quiesce(grace):
         log.warning("grace period over, cutting off reviews in flight", extra={"fields": {"inFlight": len(state.in_flight)}})
-
-
-def _stop_on_signals(state: State) -> asyncio.Event:
-    stop = asyncio.Event()
-
-    def on_signal() -> None:
-        state.shutting_down = True  # /readyz fails from this instant
-        stop.set()
-
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal)
-    return stop

@@ -32,7 +32,7 @@ import datetime
 import logging
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +102,7 @@ class SpotMetrics:
         self.leader = Gauge(f"{prefix}_leader", "1 while this replica acts.", registry=r)
         self.errors = Counter(f"{prefix}_errors", "Failed writes (cordon, uncordon, events).", ["kind"], registry=r)
 
-    def watch_cluster(self, status: Any) -> None:
+    def watch_cluster(self, status: Callable[[], Mapping[str, Mapping[str, Any]]]) -> None:
         self.registry.register(ClusterViewCollector(status))
 
     def render(self) -> bytes:
