@@ -12,8 +12,8 @@ from tests.kit.engine import apply
 from tests.kit.policies import policy as make_policy
 from tests.kit.workloads import deployment, pod_spec_of, required_terms
 from webhook.cluster.view import StaticClusterView
-from webhook.engine.fragments import term_contains
 from webhook.engine.placement import PlacementError
+from webhook.kube.nodeterms import term_contains
 from webhook.policy.policyset import Policy
 
 KEYS = st.sampled_from(["zone", "disk", "gpu", "arch", "load"])

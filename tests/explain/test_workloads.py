@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from webhook.explain.workloads import build, wukong_pod_spec
 from webhook.kube.kinds import BUILTIN
-from webhook.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity, terms_match
+from webhook.scheduler.nodeaffinity import PreferredTerms, RequiredNodeAffinity, node_identity, terms_match
 
 
 def target(kind: str) -> Any:
@@ -107,3 +108,46 @@ def test_a_wukong_node_is_allowed_exactly_when_affinity_matches_and_no_anti_term
     wanted = (not affinity or terms_match(affinity, node)) and not any(terms_match([t], node) for t in anti)
     spec = wukong_pod_spec(vm, [])
     assert RequiredNodeAffinity.of(spec).matches(*node_identity(node)) == wanted
+
+
+MAX_LABEL = str(2**63 - 1)  # the largest integer a node label can hold (kube.nodes.label_int)
+EDGE_NODES: list[dict[str, Any]] = [{"metadata": {"name": name, "labels": labels}} for name, labels in (
+    ("bare", {}), ("low", {"load": "3"}), ("five", {"load": "5"}), ("six", {"load": "6"}), ("top", {"load": MAX_LABEL}))]
+
+
+def _wukong_vm(anti: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "vm"}, "spec": {"scheduling": {"nodeAntiAffinity": anti}}}
+
+
+def _allowed(spec: dict[str, Any]) -> list[str]:
+    return [str(n["metadata"]["name"]) for n in EDGE_NODES if RequiredNodeAffinity.of(spec).matches(*node_identity(n))]
+
+
+@pytest.mark.parametrize("anti", [{"key": "load", "operator": "Gt", "values": [MAX_LABEL]},
+                                  {"key": "load", "operator": "Lt", "values": ["0"]}])
+def test_a_wukong_anti_term_no_label_can_satisfy_avoids_no_node(anti: dict[str, Any]) -> None:
+    # Admission writes no requirement for it (kube.nodeterms.negate); explain read it as
+    # "Lt 2^63 or DoesNotExist", a term the scheduler cannot parse, and kept only bare nodes.
+    notes: list[str] = []
+    spec = wukong_pod_spec(_wukong_vm({"required": [{"matchExpressions": [anti]}]}), notes)
+    assert _allowed(spec) == ["bare", "low", "five", "six", "top"]
+    assert any("avoids none" in note for note in notes)
+
+
+def test_a_preferred_wukong_anti_term_on_gt_is_scored_as_admission_writes_it() -> None:
+    # Avoiding load > 5 is preferring load < 6 or no load label, two terms of one weight;
+    # explain dropped the pair as if it were an OR it could not score.
+    anti = {"preferred": [{"weight": 10, "preference": {"matchExpressions": [
+        {"key": "load", "operator": "Gt", "values": ["5"]}]}}]}
+    spec = wukong_pod_spec(_wukong_vm(anti), [])
+    prefs = PreferredTerms(spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"])
+    assert {n["metadata"]["name"]: prefs.score(*node_identity(n)) for n in EDGE_NODES} == {
+        "bare": 10, "low": 10, "five": 10, "six": 0, "top": 0}
+
+
+def test_a_preferred_wukong_anti_term_of_two_requirements_is_not_scored_and_says_why() -> None:
+    anti = {"preferred": [{"weight": 10, "preference": {"matchExpressions": [
+        {"key": "load", "operator": "Exists"}, {"key": "gpu", "operator": "Exists"}]}}]}
+    notes: list[str] = []
+    spec = wukong_pod_spec(_wukong_vm(anti), notes)
+    assert "affinity" not in spec and any("not scored" in note for note in notes)

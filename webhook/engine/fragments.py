@@ -9,168 +9,48 @@ are ORed, each an AND of expressions, exactly the shape of ``nodeSelectorTerms``
 """
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from webhook import PREFIX
-from webhook.kube.nodes import INT64_MAX, label_int, term_contradiction
+from webhook.kube import nodeterms
+from webhook.kube.nodeterms import Term, conjoin, dedupe, expr_key, preferred_key, term_key
+from webhook.kube.nodes import term_contradiction
+from webhook.kube.objects import copy_json
 from webhook.kube.quantity import QuantityError, ceil_scaled
 from webhook.policy.policyset import Policy
 
 MAX_TERMS = 64  # more ANDed terms than this is an error for that object (docs/policies.md)
 CACHE_KEY = "engine.compiled"
 
-Term = dict[str, Any]
-
 
 class CompileError(ValueError):
     """The policy cannot be compiled (the engine reports it per object)."""
 
 
-def copy_json(value: Any) -> Any:
-    """A deep copy of plain JSON data (fragments are shared between objects; callers copy
-    them before putting them into one)."""
-    if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [copy_json(v) for v in value]
-    return value
-
-
-# --- expressions and terms, compared semantically -------------------------------------
-
-
-def expr_key(expr: Mapping[str, Any]) -> tuple[Any, ...]:
-    """Identity of a requirement: the order of its values does not matter (they are a set)."""
-    return (expr.get("key"), expr.get("operator"), tuple(sorted(map(str, expr.get("values") or ()))))
-
-
-TermKey = tuple[frozenset[Any], frozenset[Any]]  # the requirements of matchExpressions, of matchFields
-
-
-def term_key(term: Mapping[str, Any]) -> TermKey:
-    """Identity of a NodeSelectorTerm: its requirements are ANDed, so order is irrelevant."""
-    return (
-        frozenset(expr_key(e) for e in term.get("matchExpressions") or ()),
-        frozenset(expr_key(e) for e in term.get("matchFields") or ()),
-    )
-
-
-def term_contains(term: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
-    """Whether ``term`` already requires everything ``other`` requires (so it implies it)."""
-    mine, theirs = term_key(term), term_key(other)
-    return theirs[0] <= mine[0] and theirs[1] <= mine[1]
-
-
-def conjoin(term: Mapping[str, Any], other: Mapping[str, Any], *, key: TermKey | None = None) -> Term:
-    """``term AND other`` as a new term: ``term``'s requirements first, in its order, then
-    copies of the ones ``other`` adds. Keys the term carries besides the two lists are kept.
-    The new term shares ``term``'s requirements: no one edits a requirement in place.
-    ``key`` is ``term_key(term)``, when the caller has it already."""
-    result = dict(term)
-    for part, have in zip(("matchExpressions", "matchFields"), key or term_key(term)):
-        extra = [copy_json(e) for e in other.get(part) or () if expr_key(e) not in have]
-        if extra:
-            result[part] = list(result.get(part) or ()) + extra
-    return result
-
-
-def dedupe(items: Iterable[Term], key: Any) -> list[Term]:
-    seen: set[Any] = set()
-    out: list[Term] = []
-    for item in items:
-        k = key(item)
-        if k not in seen:
-            seen.add(k)
-            out.append(item)
-    return out
-
-
 def and_dnf(groups: Sequence[Sequence[Term]]) -> list[Term]:
-    """AND of several ORs of terms, as one OR of terms (the cross product)."""
+    """AND of several ORs of terms, as one OR of terms (``nodeterms.and_terms``), without the
+    terms that can match no node; a CompileError when none is left or more than MAX_TERMS."""
     result: list[Term] = [{}]
     for group in groups:
-        combined = [conjoin(a, b) for a, b in itertools.product(result, group)]
-        result = dedupe((t for t in combined if term_contradiction(t) is None), term_key)
-        if not result:
-            why = term_contradiction(combined[0]) if combined else "no term"
+        anded = [t for t in nodeterms.and_terms(result, group) if term_contradiction(t) is None]
+        if not anded:
+            why = term_contradiction(conjoin(result[0], group[0])) if group else "no term"
             raise CompileError(f"required node affinity contradicts itself and can match no node: {why}")
-        if len(result) > MAX_TERMS:
+        if len(anded) > MAX_TERMS:
             raise CompileError(f"required node affinity needs more than {MAX_TERMS} terms")
+        result = anded
     return result
 
 
-# --- negation (nodeAntiAffinity) ------------------------------------------------------
-
-_OPPOSITE = {"In": "NotIn", "NotIn": "In", "Exists": "DoesNotExist", "DoesNotExist": "Exists"}
-
-
-def negate(expr: Mapping[str, Any], *, field_selector: bool = False) -> list[Term] | None:
-    """The requirements whose OR is ``NOT expr``, or None when ``expr`` matches no node at
-    all (so its negation admits every node and constrains nothing).
-
-    NotIn and DoesNotExist already match nodes without the key, so In/NotIn and
-    Exists/DoesNotExist are exact opposites. ``Gt v`` is false on a node lacking the key, so
-    its negation admits those nodes too: ``Lt v+1`` OR ``DoesNotExist``; ``Lt v`` becomes
-    ``Gt v-1`` OR ``DoesNotExist``. The integers a node label can hold are 0 .. 2^63-1
-    (``kube.nodes.label_int``), so ``Gt`` 2^63-1 and ``Lt 0`` match no node, and writing
-    their negation as ``Lt 2^63`` or ``Gt -1`` would give terms the scheduler cannot parse
-    (a parse error makes a required term match nothing). Over nodes whose label is absent
-    or an integer the negation is exact; a label value that is not an integer satisfies
-    neither Gt nor Lt, and no requirement can express "not an integer". Fields always
-    exist on a node.
-    """
-    op = str(expr.get("operator"))
-    key = expr.get("key")
-    values = [str(v) for v in expr.get("values") or ()]
-    if op in _OPPOSITE:
-        out: Term = {"key": key, "operator": _OPPOSITE[op]}
-        if op in ("In", "NotIn"):
-            out["values"] = values
-        return [out]
-    if op in ("Gt", "Lt") and not field_selector:
-        bound = label_int(values[0]) if len(values) == 1 else None
-        if bound is None:
-            raise CompileError(f"{op} needs one integer value from 0 to {INT64_MAX}, not {values}")
-        if (op == "Gt" and bound == INT64_MAX) or (op == "Lt" and bound == 0):
-            return None
-        flipped = [str(bound + 1)] if op == "Gt" else [str(bound - 1)]
-        return [{"key": key, "operator": "Lt" if op == "Gt" else "Gt", "values": flipped},
-                {"key": key, "operator": "DoesNotExist"}]
-    raise CompileError(f"cannot negate operator {op!r}")
-
-
-def negate_term(term: Mapping[str, Any]) -> list[Term] | None:
-    """``NOT (e1 AND e2 ...)`` = ``NOT e1 OR NOT e2 ...``: one single-requirement term each;
-    None when the term matches no node, so that its negation constrains nothing."""
-    out: list[Term] = []
-    for e in term.get("matchExpressions") or ():
-        negated = negate(e)
-        if negated is None:
-            return None
-        out.extend({"matchExpressions": [n]} for n in negated)
-    for f in term.get("matchFields") or ():
-        negated = negate(f, field_selector=True)
-        if negated is None:
-            return None
-        out.extend({"matchFields": [n]} for n in negated)
-    return out
-
-
-def negate_preferred(pref: Mapping[str, Any]) -> list[Term]:
-    """A preferred anti term (exactly one requirement) as preferred affinity terms.
-
-    A preferred term is one AND, so the OR that negates Gt/Lt (``Lt v+1`` OR
-    ``DoesNotExist``) cannot be one term. It becomes two terms of the same weight: the two
-    are mutually exclusive (a node has the key or not), so every node scores exactly the
-    weight the single faithful term would give it.
-    """
-    weight = pref.get("weight")
-    # A term that matches no node scores every node alike: its negation adds nothing.
-    return [{"weight": weight, "preference": t} for t in negate_term(pref.get("preference") or {}) or ()]
+def _negated(negate: Callable[[Mapping[str, Any]], Any], term: Mapping[str, Any]) -> Any:
+    """``nodeterms.negate_term`` or ``negate_preferred``, their refusal a CompileError."""
+    try:
+        return negate(term)
+    except nodeterms.NodeTermError as exc:
+        raise CompileError(str(exc)) from exc
 
 
 # --- capacity providers (docs/policies.md, "capacity") ----------------------------------------------------
@@ -340,7 +220,7 @@ def _required(placement: Mapping[str, Any]) -> list[Term] | None:
     if affinity_terms:
         groups.append([copy_json(t) for t in affinity_terms])
     for anti_term in (placement.get("nodeAntiAffinity") or {}).get("required") or ():
-        negated = negate_term(anti_term)
+        negated = _negated(nodeterms.negate_term, anti_term)
         if negated:  # None: the anti term matches no node; []: an empty anti term avoids none
             groups.append(negated)
     capacity = placement.get("capacity") or {}
@@ -357,17 +237,13 @@ def _required(placement: Mapping[str, Any]) -> list[Term] | None:
 def _preferred(placement: Mapping[str, Any]) -> list[Term]:
     out = [copy_json(t) for t in (placement.get("nodeAffinity") or {}).get("preferred") or ()]
     for pref in (placement.get("nodeAntiAffinity") or {}).get("preferred") or ():
-        out.extend(negate_preferred(pref))
+        out.extend(_negated(nodeterms.negate_preferred, pref))
     capacity = placement.get("capacity") or {}
     if capacity.get("prefer"):
         expr = capacity_requirement(provider(capacity), capacity["prefer"])
         out.append({"weight": capacity.get("weight", 50), "preference": {"matchExpressions": [expr]}})
     out.extend(resource_preferred(placement.get("resources") or {}))
     return dedupe(out, preferred_key)
-
-
-def preferred_key(pref: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (pref.get("weight"), term_key(pref.get("preference") or {}))
 
 
 def _spread(anti: Mapping[str, Any]) -> Spread | None:

@@ -21,6 +21,7 @@ from webhook.engine import fragments, merge, rollout, scheduling, wukong
 from webhook.engine.context import KEEP, Context, PlacementError
 from webhook.kube import warnings
 from webhook.kube.kinds import VOLATILE_LABELS, Path_, Target
+from webhook.kube.objects import copy_json
 from webhook.kube.pointers import get_path
 from webhook.policy.policyset import Policy
 
@@ -143,7 +144,7 @@ def _check_domains(obj: Mapping[str, Any], pod_spec: Mapping[str, Any], *, topol
 
 
 def _spread_term(obj: dict[str, Any], spread: fragments.Spread, *, target: Target, ctx: Context) -> dict[str, Any]:
-    selector = fragments.copy_json(spread.label_selector) if spread.label_selector else None
+    selector = copy_json(spread.label_selector) if spread.label_selector else None
     if selector is None:
         selector = workload_selector(obj, target) or _group_selector(obj, target, ctx)
     term: dict[str, Any] = {"labelSelector": selector, "topologyKey": spread.topology_key}
@@ -185,7 +186,7 @@ def workload_selector(obj: Mapping[str, Any], target: Target) -> dict[str, Any] 
             if labels:
                 out["matchLabels"] = labels
             if exprs:
-                out["matchExpressions"] = fragments.copy_json(exprs)
+                out["matchExpressions"] = copy_json(exprs)
             return out
     pod_labels = get_path(obj, target.pod_labels)
     if isinstance(pod_labels, dict):

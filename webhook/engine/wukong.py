@@ -38,7 +38,9 @@ from typing import Any
 from webhook.engine import fragments, merge
 from webhook.engine import scheduling as scheduling_rules
 from webhook.engine.context import KEEP, REPLACE, Context, PlacementError
-from webhook.engine.fragments import Term
+from webhook.kube import nodeterms
+from webhook.kube.nodeterms import Term
+from webhook.kube.objects import copy_json
 from webhook.policy.policyset import Policy
 
 CACHE_KEY = "engine.wukong"
@@ -71,22 +73,22 @@ def _compile(placement: Mapping[str, Any]) -> Native:
     groups: list[list[Term]] = []
     affinity = placement.get("nodeAffinity") or {}
     if affinity.get("required"):
-        groups.append([fragments.copy_json(t) for t in affinity["required"]])
+        groups.append([copy_json(t) for t in affinity["required"]])
     capacity = placement.get("capacity") or {}
     prov = fragments.provider(capacity) if capacity else {}
     if capacity.get("require"):
         groups.append([{"matchExpressions": [fragments.capacity_requirement(prov, capacity["require"])]}])
-    preferred = [fragments.copy_json(t) for t in affinity.get("preferred") or ()]
+    preferred = [copy_json(t) for t in affinity.get("preferred") or ()]
     if capacity.get("prefer"):
         expr = fragments.capacity_requirement(prov, capacity["prefer"])
         preferred.append({"weight": capacity.get("weight", 50), "preference": {"matchExpressions": [expr]}})
     anti = placement.get("nodeAntiAffinity") or {}
     return Native(
         required=fragments.and_dnf(groups) if groups else None,
-        preferred=fragments.dedupe(preferred, fragments.preferred_key),
-        anti_required=[fragments.copy_json(t) for t in anti.get("required") or ()],
-        anti_preferred=[fragments.copy_json(t) for t in anti.get("preferred") or ()],
-        resources=fragments.copy_json(dict(placement.get("resources") or {})),
+        preferred=nodeterms.dedupe(preferred, nodeterms.preferred_key),
+        anti_required=[copy_json(t) for t in anti.get("required") or ()],
+        anti_preferred=[copy_json(t) for t in anti.get("preferred") or ()],
+        resources=copy_json(dict(placement.get("resources") or {})),
         node_selector={str(k): str(v) for k, v in (placement.get("nodeSelector") or {}).items()},
         unsupported=_unsupported(placement, prov),
     )
@@ -166,9 +168,9 @@ def _node_affinity(scheduling: dict[str, Any], parts: Native, *, ctx: Context) -
         return
     wanted: dict[str, Any] = {}
     if parts.required is not None:
-        wanted["required"] = fragments.copy_json(parts.required)
+        wanted["required"] = copy_json(parts.required)
     if parts.preferred:
-        wanted["preferred"] = fragments.copy_json(parts.preferred)
+        wanted["preferred"] = copy_json(parts.preferred)
     if ctx.mode == REPLACE or not current:
         if current != wanted:
             scheduling["nodeAffinity"] = wanted
@@ -181,7 +183,7 @@ def _node_affinity(scheduling: dict[str, Any], parts: Native, *, ctx: Context) -
             merge.warn_unsatisfiable(terms or [], combined, ctx)
             current["required"] = combined
             ctx.changed()
-    _append(current, "preferred", parts.preferred, fragments.preferred_key, ctx)
+    _append(current, "preferred", parts.preferred, nodeterms.preferred_key, ctx)
 
 
 def _append(
@@ -192,7 +194,7 @@ def _append(
         return
     have = merge.sequence(container, key, where=key)
     if have is None:
-        container[key] = fragments.copy_json(items)
+        container[key] = copy_json(items)
         ctx.changed()
     elif merge.append_missing(have, items, key_fn, bucket):
         ctx.changed()
@@ -207,15 +209,15 @@ def _anti_affinity(scheduling: dict[str, Any], parts: Native, *, ctx: Context) -
     if ctx.mode == REPLACE or not current:
         wanted: dict[str, Any] = {}
         if parts.anti_required:
-            wanted["required"] = fragments.copy_json(parts.anti_required)
+            wanted["required"] = copy_json(parts.anti_required)
         if parts.anti_preferred:
-            wanted["preferred"] = fragments.copy_json(parts.anti_preferred)
+            wanted["preferred"] = copy_json(parts.anti_preferred)
         if current != wanted:
             scheduling["nodeAntiAffinity"] = wanted
             ctx.changed()
         return
-    _append(current, "required", parts.anti_required, fragments.term_key, ctx)
-    _append(current, "preferred", parts.anti_preferred, fragments.preferred_key, ctx)
+    _append(current, "required", parts.anti_required, nodeterms.term_key, ctx)
+    _append(current, "preferred", parts.anti_preferred, nodeterms.preferred_key, ctx)
 
 
 def _resources(scheduling: dict[str, Any], resources: Mapping[str, Any], *, ctx: Context) -> None:
@@ -226,12 +228,12 @@ def _resources(scheduling: dict[str, Any], resources: Mapping[str, Any], *, ctx:
         return
     if ctx.mode == REPLACE or not current:
         if current != dict(resources):
-            scheduling["resourceAffinity"] = fragments.copy_json(dict(resources))
+            scheduling["resourceAffinity"] = copy_json(dict(resources))
             ctx.changed()
         return
     for name in _RESOURCE_PREFS:
         if name in resources:
-            merge.scalar(current, name, fragments.copy_json(resources[name]), ctx)
+            merge.scalar(current, name, copy_json(resources[name]), ctx)
     required = list(resources.get("requiredResources") or ())
     _append(current, "requiredResources", required, merge.canonical, ctx, merge.key_bucket)
 

@@ -29,7 +29,7 @@ The pod's priority is what the Priority admission plugin would give it
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +37,8 @@ from webhook.engine import fragments
 from webhook.engine.merge import PREFERRED, REQUIRED
 from webhook.engine.placement import workload_selector
 from webhook.kube.deployment import REVISION_KEY
+from webhook.kube import nodeterms
 from webhook.kube.kinds import Target
-from webhook.kube.nodes import parse_int64
 from webhook.kube.pointers import get_path
 from webhook.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity
 from webhook.scheduler.rollouts import template_hash
@@ -64,7 +64,6 @@ _DAEMON_TOLERATIONS = (
 )
 _HOST_NETWORK_TOLERATION = {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists",
                             "effect": "NoSchedule"}
-_NEGATED = {"In": "NotIn", "NotIn": "In", "Exists": "DoesNotExist", "DoesNotExist": "Exists"}
 
 
 class WorkloadError(ValueError):
@@ -249,9 +248,9 @@ def _launcher_spec(vmi: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
 def wukong_pod_spec(obj: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
     """The pod spec Wukong's scheduling API stands for (docs/policies.md, "Wukong VMs").
 
-    ``nodeAffinity`` is node affinity; ``nodeAntiAffinity.required`` avoids every node a term
-    matches, so each term's negation (the OR of its negated requirements) is ANDed into the
-    required terms; ``resourceAffinity`` is the node-label terms of the resource labeler
+    ``nodeAffinity`` is node affinity; ``nodeAntiAffinity`` avoids every node a term matches,
+    read as admission writes it for a pod (``kube.nodeterms``): each required term's negation
+    is ANDed into the required terms, each preferred one's becomes preferred terms; ``resourceAffinity`` is the node-label terms of the resource labeler
     (``fragments.resource_required``/``resource_preferred``); the legacy
     ``highAvailability.nodeSelector`` is a nodeSelector and ``antiAffinity: true`` required
     hostname anti-affinity against pods with the VM's labels; ``schedulingPolicy`` gives
@@ -266,18 +265,17 @@ def wukong_pod_spec(obj: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
     ha = spec.get("highAvailability") or {}
     policy = scheduling.get("schedulingPolicy") or {}
     terms: list[dict[str, Any]] = [copy.deepcopy(dict(t)) for t in affinity.get("required") or ()] or [{}]
-    terms = _and(terms, fragments.resource_required(resources))
-    for term in anti.get("required") or ():
-        terms = _and(terms, _negation(term, notes))
+    for group in (fragments.resource_required(resources),
+                  *(_avoid(term, notes) for term in anti.get("required") or ())):
+        if group:  # no term: nothing required (no resource, or an anti term that avoids no node)
+            terms = nodeterms.and_terms(terms, group)
     preferred = [copy.deepcopy(dict(p)) for p in affinity.get("preferred") or ()]
     preferred += fragments.resource_preferred(resources)
     for entry in anti.get("preferred") or ():
-        negated = _negation((entry or {}).get("preference") or {}, notes)
-        if len(negated) == 1:
-            preferred.append({"weight": entry.get("weight"), "preference": negated[0]})
-        else:
-            notes.append("a preferred nodeAntiAffinity term with several requirements is not scored: its negation "
-                         "is an OR, which one preferred term cannot say")
+        preferred += _avoid_preferred(entry or {}, notes)
+    # Admission writes each preferred term once (fragments compiles them so): an equal term the
+    # VM repeats, or one an anti term's negation repeats, is not scored twice.
+    preferred = nodeterms.dedupe(preferred, nodeterms.preferred_key)
     pod: dict[str, Any] = {"containers": [{"name": "vm", "resources": {"requests": {
         k: str(spec[k]) for k in ("cpu", "memory") if spec.get(k) is not None}}}]}
     node_affinity: dict[str, Any] = {}
@@ -305,39 +303,43 @@ def wukong_pod_spec(obj: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
     return pod
 
 
-def _and(terms: list[dict[str, Any]], other: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """(OR of ``terms``) AND (OR of ``other``), distributed into one OR of terms."""
-    others = list(other)
-    if not others:
-        return terms
-    return [{key: [*(a.get(key) or ()), *(b.get(key) or ())] for key in ("matchExpressions", "matchFields")
-             if a.get(key) or b.get(key)} for a in terms for b in others]
+def _avoid(term: Mapping[str, Any], notes: list[str]) -> list[nodeterms.Term]:
+    """The terms whose OR admits exactly the nodes a required anti term does not match
+    (``nodeterms.negate_term``, what admission writes for a policy's nodeAntiAffinity); no
+    term when it matches no node, so avoids none."""
+    try:
+        negated = nodeterms.negate_term(term)
+    except nodeterms.NodeTermError as refused:
+        notes.append(f"a nodeAntiAffinity term matches no node, so avoids none: {refused}")
+        return []
+    if negated is None:
+        notes.append(f"a nodeAntiAffinity term matches no node, so avoids none: {_shown(term)}")
+        return []
+    _note_ordered(term, notes)
+    return negated
 
 
-def _negation(term: Mapping[str, Any], notes: list[str]) -> list[dict[str, Any]]:
-    """NOT (r1 AND r2 ...) as the OR of one-requirement terms NOT r1, NOT r2, ...
+def _avoid_preferred(entry: Mapping[str, Any], notes: list[str]) -> list[nodeterms.Term]:
+    """A preferred anti term as the preferred terms admission would write for it
+    (``nodeterms.negate_preferred``); none, with a note, where no weighted term can say it."""
+    try:
+        negated = nodeterms.negate_preferred(entry)
+    except nodeterms.NodeTermError as refused:
+        notes.append(f"a preferred nodeAntiAffinity term is not scored: {refused}")
+        return []
+    if negated:
+        _note_ordered(entry.get("preference") or {}, notes)
+    return negated
 
-    In/NotIn and Exists/DoesNotExist are each other's negation (a missing label satisfies
-    NotIn and DoesNotExist, as ``Requirement.Matches`` says). ``Gt v`` is false for a missing
-    label, a non-integer or one at most v: its negation is modelled as ``DoesNotExist`` or
-    ``Lt v+1``, which misses non-integer values (a stated assumption).
-    """
-    out: list[dict[str, Any]] = []
-    for field_name in ("matchExpressions", "matchFields"):
-        for req in term.get(field_name) or ():
-            op = req.get("operator")
-            if op in _NEGATED:
-                out.append({field_name: [{**req, "operator": _NEGATED[op]}]})
-                continue
-            bound = parse_int64((req.get("values") or [None])[0]) if op in ("Gt", "Lt") else None
-            if bound is None:
-                # The requirement matches no node, so neither does its term: it avoids none.
-                notes.append(f"a nodeAntiAffinity term with {req.get('key')} {op} {req.get('values')} matches no "
-                             "node; it avoids none")
-                return []
-            flipped = {"key": req.get("key"), "operator": "Lt" if op == "Gt" else "Gt",
-                       "values": [str(bound + 1 if op == "Gt" else bound - 1)]}
-            out += [{field_name: [flipped]}, {field_name: [{"key": req.get("key"), "operator": "DoesNotExist"}]}]
-            notes.append(f"nodeAntiAffinity {req.get('key')} {op} {bound} is modelled as avoiding nodes whose label "
-                         "is an integer on that side; a non-integer value is treated as avoided too")
-    return out  # an empty term matches no node: nothing to avoid, no requirement added
+
+def _note_ordered(term: Mapping[str, Any], notes: list[str]) -> None:
+    for req in term.get("matchExpressions") or ():
+        if req.get("operator") in ("Gt", "Lt"):
+            notes.append(f"nodeAntiAffinity {req.get('key')} {req.get('operator')} {(req.get('values') or [''])[0]} "
+                         "is modelled as avoiding nodes whose label is an integer on that side; a non-integer value "
+                         "is treated as avoided too")
+
+
+def _shown(term: Mapping[str, Any]) -> str:
+    return " and ".join(f"{r.get('key')} {r.get('operator')} {r.get('values') or []}"
+                        for part in ("matchExpressions", "matchFields") for r in term.get(part) or ())

@@ -4,13 +4,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["describe", "flatten", "is_list", "meta"]
+__all__ = ["copy_json", "describe", "flatten", "is_list", "meta"]
 
 
 def meta(obj: Mapping[str, Any] | None, key: str) -> Any:
     """``metadata.<key>`` of an object, or None."""
     metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
     return metadata.get(key) if isinstance(metadata, Mapping) else None
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of plain JSON data (dicts, lists and scalars), much cheaper than
+    ``copy.deepcopy``: fragments shared between objects are copied before going into one."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    return value
 
 
 def is_list(obj: Mapping[str, Any]) -> bool:
