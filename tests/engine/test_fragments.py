@@ -8,6 +8,7 @@ import pytest
 from tests.kit.policies import policy as make_policy
 from tests.kit.workloads import node
 from webhook.engine import fragments
+from webhook.kube.capacity import AKS_TOLERATION
 from webhook.scheduler.nodeaffinity import terms_match
 
 
@@ -127,7 +128,7 @@ def test_capacity_require_compiles_to_a_required_term(provider: Any, want: str, 
 )
 def test_the_aks_spot_taint_is_tolerated_only_when_spot_is_wanted(capacity: dict[str, Any], tolerated: bool) -> None:
     tolerations = fragments.compile_spec({"placement": {"capacity": capacity}}).tolerations
-    assert (tolerations == [fragments.AKS_TOLERATION]) is tolerated
+    assert (tolerations == [AKS_TOLERATION]) is tolerated
 
 
 def test_an_explicit_provider_brings_its_own_toleration() -> None:

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.engine.fragments import resource_required
 from webhook.kube import selectors
 from webhook.kube.nodes import parse_int64
+from webhook.kube.resourcelabels import resource_required
 from webhook.labeler.values import LABELS, PREFIX, Steps, compute
 
 P = PREFIX

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from webhook.kube.capacity import PROVIDERS, capacity_requirement
+from webhook.scheduler.nodeaffinity import terms_match
 from webhook.spot import config as spot_config
 from webhook.spot.config import SpotConfig
 from webhook.spot.nodes import ON_DEMAND, SPOT, UNKNOWN, Detector, ReclaimSignal, capacity, classify, pool
@@ -38,6 +40,19 @@ def node(name: str = "n", labels: dict[str, str] | None = None, *, taints: list[
 ])
 def test_capacity_follows_the_providers_label(provider: str, labels: dict[str, str], expected: str) -> None:
     assert capacity(node(labels=labels), SpotConfig.model_validate({"provider": provider})) == expected
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_a_node_is_spot_to_the_controller_exactly_when_admissions_spot_requirement_selects_it(provider: str) -> None:
+    # One provider table (kube.capacity) for both: what a policy's capacity writes and how the
+    # spot controller and extender classify the node it lands on.
+    entry = PROVIDERS[provider]
+    config = SpotConfig.model_validate({"provider": provider})
+    for value in (None, "other", *entry["spot"], *entry["onDemand"]):
+        n = node(labels={} if value is None else {entry["label"]: value})
+        for want, kind in (("spot", SPOT), ("on-demand", ON_DEMAND)):
+            selected = terms_match([{"matchExpressions": [capacity_requirement(entry, want)]}], n)
+            assert (capacity(n, config) == kind) is selected, (value, want)
 
 
 def test_an_explicit_provider_is_read_like_a_named_one() -> None:

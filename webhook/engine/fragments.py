@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
-from webhook import PREFIX
-from webhook.kube import nodeterms
-from webhook.kube.nodeterms import Term, conjoin, dedupe, expr_key, preferred_key, term_key
+from webhook.kube import nodeterms, resourcelabels
+from webhook.kube.capacity import capacity_requirement, provider
+from webhook.kube.nodeterms import Term, conjoin, dedupe, preferred_key, term_key
 from webhook.kube.nodes import term_contradiction
 from webhook.kube.objects import copy_json
-from webhook.kube.quantity import QuantityError, ceil_scaled
+from webhook.kube.quantity import QuantityError
 from webhook.policy.policyset import Policy
 
 MAX_TERMS = 64  # more ANDed terms than this is an error for that object (docs/policies.md)
@@ -53,87 +52,11 @@ def _negated(negate: Callable[[Mapping[str, Any]], Any], term: Mapping[str, Any]
         raise CompileError(str(exc)) from exc
 
 
-# --- capacity providers (docs/policies.md, "capacity") ----------------------------------------------------
-
-AKS_TOLERATION = {
-    "key": "kubernetes.azure.com/scalesetpriority",
-    "operator": "Equal",
-    "value": "spot",
-    "effect": "NoSchedule",
-}
-
-PROVIDERS: dict[str, dict[str, Any]] = {
-    "generic": {"label": "node.kubernetes.io/capacity", "spot": ["spot"], "onDemand": ["on-demand"]},
-    "karpenter": {"label": "karpenter.sh/capacity-type", "spot": ["spot"], "onDemand": ["on-demand"]},
-    "eks": {"label": "eks.amazonaws.com/capacityType", "spot": ["SPOT"], "onDemand": ["ON_DEMAND"]},
-    "gke": {"label": "cloud.google.com/gke-spot", "spot": ["true"], "onDemand": []},
-    "aks": {
-        "label": "kubernetes.azure.com/scalesetpriority",
-        "spot": ["spot"],
-        "onDemand": [],
-        "toleration": AKS_TOLERATION,
-    },
-}
-
-
-def provider(spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    chosen = spec.get("provider", "generic")
-    if isinstance(chosen, Mapping):
-        return chosen
-    return PROVIDERS[str(chosen)]
-
-
-def capacity_requirement(prov: Mapping[str, Any], want: str) -> Term:
-    """``spot`` or ``on-demand`` as one requirement; an empty on-demand list means the
-    provider marks only spot nodes, so on-demand is "label absent"."""
-    values = [str(v) for v in prov.get("spot" if want == "spot" else "onDemand") or ()]
-    if not values:
-        return {"key": prov["label"], "operator": "DoesNotExist"}
-    return {"key": prov["label"], "operator": "In", "values": values}
-
-
-# --- resources (docs/policies.md, "resources") -------------------------------------------------------------
-
-# The labels the node labeler (placement-webhook label-nodes) keeps true, read here and
-# written there (webhook.labeler.values): one table for both.
-USAGE_LABELS = {"preferredCPU": "cpu-usage", "preferredMemory": "memory-usage", "preferredStorage": "storage-usage"}
-# resourceType -> (label, unit the labeler writes in, as a scale of the base unit)
-AVAILABLE_LABELS: dict[str, tuple[str, Fraction | int]] = {
-    "cpu": ("cpu-available", Fraction(1, 1000)),  # millicores
-    "memory": ("memory-available", 2**20),  # MiB
-    "storage": ("storage-available", 2**20),  # MiB
-    "gpu": ("gpu-available", 1),  # devices
-}
-
-
-def resource_preferred(resources: Mapping[str, Any]) -> list[Term]:
-    """``preferredCPU {weight, threshold: "70%"}`` -> preferred ``cpu-usage Lt 70``."""
-    out: list[Term] = []
-    for field_name, label in USAGE_LABELS.items():
-        pref = resources.get(field_name)
-        if pref is None:
-            continue
-        threshold = str(pref.get("threshold", "")).strip().rstrip("%")
-        expr = {"key": PREFIX + label, "operator": "Lt", "values": [str(int(threshold))]}
-        out.append({"weight": pref.get("weight"), "preference": {"matchExpressions": [expr]}})
-    return out
-
-
-def resource_required(resources: Mapping[str, Any]) -> list[Term]:
-    """``requiredResources`` -> one term: ``<type>-available Gt <minAvailable - 1>``.
-
-    Labels are integers in the unit of ``AVAILABLE_LABELS``; "at least q" is "more than
-    ceil(q) - 1", so 4Gi is ``memory-available Gt 4095`` and 500m ``cpu-available Gt 499``.
-    """
-    exprs: list[Term] = []
-    for req in resources.get("requiredResources") or ():
-        label, unit = AVAILABLE_LABELS[str(req.get("resourceType"))]
-        try:
-            amount = ceil_scaled(str(req.get("minAvailable")), unit)
-        except QuantityError as exc:
-            raise CompileError(str(exc)) from exc
-        exprs.append({"key": PREFIX + label, "operator": "Gt", "values": [str(amount - 1)]})
-    return [{"matchExpressions": dedupe(exprs, expr_key)}] if exprs else []
+def _resource_required(resources: Mapping[str, Any]) -> list[Term]:
+    try:
+        return resourcelabels.resource_required(resources)
+    except QuantityError as exc:
+        raise CompileError(str(exc)) from exc
 
 
 # --- the compiled policy --------------------------------------------------------------
@@ -226,7 +149,7 @@ def _required(placement: Mapping[str, Any]) -> list[Term] | None:
     capacity = placement.get("capacity") or {}
     if capacity.get("require"):
         groups.append([{"matchExpressions": [capacity_requirement(provider(capacity), capacity["require"])]}])
-    resource_terms = resource_required(placement.get("resources") or {})
+    resource_terms = _resource_required(placement.get("resources") or {})
     if resource_terms:
         groups.append(resource_terms)
     if not groups:
@@ -242,7 +165,7 @@ def _preferred(placement: Mapping[str, Any]) -> list[Term]:
     if capacity.get("prefer"):
         expr = capacity_requirement(provider(capacity), capacity["prefer"])
         out.append({"weight": capacity.get("weight", 50), "preference": {"matchExpressions": [expr]}})
-    out.extend(resource_preferred(placement.get("resources") or {}))
+    out.extend(resourcelabels.resource_preferred(placement.get("resources") or {}))
     return dedupe(out, preferred_key)
 
 

@@ -38,6 +38,7 @@ from typing import Any
 from webhook.engine import fragments, merge
 from webhook.engine import scheduling as scheduling_rules
 from webhook.engine.context import KEEP, REPLACE, Context, PlacementError
+from webhook.kube import capacity as capacity_providers
 from webhook.kube import nodeterms
 from webhook.kube.nodeterms import Term
 from webhook.kube.objects import copy_json
@@ -75,12 +76,12 @@ def _compile(placement: Mapping[str, Any]) -> Native:
     if affinity.get("required"):
         groups.append([copy_json(t) for t in affinity["required"]])
     capacity = placement.get("capacity") or {}
-    prov = fragments.provider(capacity) if capacity else {}
+    prov = capacity_providers.provider(capacity) if capacity else {}
     if capacity.get("require"):
-        groups.append([{"matchExpressions": [fragments.capacity_requirement(prov, capacity["require"])]}])
+        groups.append([{"matchExpressions": [capacity_providers.capacity_requirement(prov, capacity["require"])]}])
     preferred = [copy_json(t) for t in affinity.get("preferred") or ()]
     if capacity.get("prefer"):
-        expr = fragments.capacity_requirement(prov, capacity["prefer"])
+        expr = capacity_providers.capacity_requirement(prov, capacity["prefer"])
         preferred.append({"weight": capacity.get("weight", 50), "preference": {"matchExpressions": [expr]}})
     anti = placement.get("nodeAntiAffinity") or {}
     return Native(

@@ -30,9 +30,9 @@ from typing import Any, Protocol
 
 import jsonpatch
 
-from webhook.engine.merge import PREFERRED, REQUIRED
 from webhook.engine.rollout import blocking_self_terms
 from webhook.kube import pointers
+from webhook.kube.affinity import PREFERRED, REQUIRED
 from webhook.kube.deployment import REVISION_KEY
 from webhook.scheduler.cluster import Cluster
 from webhook.scheduler.framework import Result

@@ -33,11 +33,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.engine import fragments
-from webhook.engine.merge import PREFERRED, REQUIRED
 from webhook.engine.placement import workload_selector
+from webhook.kube import nodeterms, resourcelabels
+from webhook.kube.affinity import PREFERRED, REQUIRED
 from webhook.kube.deployment import REVISION_KEY
-from webhook.kube import nodeterms
 from webhook.kube.kinds import Target
 from webhook.kube.pointers import get_path
 from webhook.scheduler.nodeaffinity import RequiredNodeAffinity, node_identity
@@ -251,7 +250,7 @@ def wukong_pod_spec(obj: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
     ``nodeAffinity`` is node affinity; ``nodeAntiAffinity`` avoids every node a term matches,
     read as admission writes it for a pod (``kube.nodeterms``): each required term's negation
     is ANDed into the required terms, each preferred one's becomes preferred terms; ``resourceAffinity`` is the node-label terms of the resource labeler
-    (``fragments.resource_required``/``resource_preferred``); the legacy
+    (``kube.resourcelabels``); the legacy
     ``highAvailability.nodeSelector`` is a nodeSelector and ``antiAffinity: true`` required
     hostname anti-affinity against pods with the VM's labels; ``schedulingPolicy`` gives
     priority and preemptionPolicy; ``spec.cpu``/``spec.memory`` are the requests.
@@ -265,12 +264,12 @@ def wukong_pod_spec(obj: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
     ha = spec.get("highAvailability") or {}
     policy = scheduling.get("schedulingPolicy") or {}
     terms: list[dict[str, Any]] = [copy.deepcopy(dict(t)) for t in affinity.get("required") or ()] or [{}]
-    for group in (fragments.resource_required(resources),
+    for group in (resourcelabels.resource_required(resources),
                   *(_avoid(term, notes) for term in anti.get("required") or ())):
         if group:  # no term: nothing required (no resource, or an anti term that avoids no node)
             terms = nodeterms.and_terms(terms, group)
     preferred = [copy.deepcopy(dict(p)) for p in affinity.get("preferred") or ()]
-    preferred += fragments.resource_preferred(resources)
+    preferred += resourcelabels.resource_preferred(resources)
     for entry in anti.get("preferred") or ():
         preferred += _avoid_preferred(entry or {}, notes)
     # Admission writes each preferred term once (fragments compiles them so): an equal term the

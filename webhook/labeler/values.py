@@ -29,8 +29,8 @@ from fractions import Fraction
 from typing import Any
 
 from webhook import PREFIX
-from webhook.engine.fragments import AVAILABLE_LABELS, USAGE_LABELS
 from webhook.kube import pods as kube_pods
+from webhook.kube.resourcelabels import AVAILABLE_LABELS, USAGE_LABELS
 from webhook.scheduler.resources import Resource, pod_requests, to_resource
 
 __all__ = [

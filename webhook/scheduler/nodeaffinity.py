@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.kube.affinity import REQUIRED
 from webhook.scheduler.labels import NodeRequirement, str_labels
 
 __all__ = ["NodeSelectorTerm", "PreferredTerms", "RequiredNodeAffinity", "node_identity", "prefilter_node_names",
@@ -92,8 +93,7 @@ class RequiredNodeAffinity:
     @classmethod
     def of(cls, spec: Mapping[str, Any]) -> RequiredNodeAffinity:
         selector = tuple((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items())
-        required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                    .get("requiredDuringSchedulingIgnoredDuringExecution"))
+        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED)
         terms = None if required is None else _terms(required.get("nodeSelectorTerms") or ())
         return cls(selector, terms)
 
@@ -161,8 +161,7 @@ def prefilter_node_names(spec: Mapping[str, Any]) -> frozenset[str] | None:
     """NodeAffinity ``PreFilter``'s ``PreFilterResult``: when every required term names nodes
     with ``metadata.name In``, only those nodes are filtered at all (None: every node).
     An empty result means the terms conflict ("pod affinity terms conflict")."""
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED)
     terms = (required or {}).get("nodeSelectorTerms") or ()
     if not terms:
         return None

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from webhook.kube.affinity import PREFERRED
 from webhook.scheduler.labels import compile_selector
 from webhook.scheduler.nodeaffinity import (
     PreferredTerms,
@@ -101,8 +102,7 @@ class PodPlan:
         self.node_name = str(spec.get("nodeName") or "")
         self.tolerations: tuple[Mapping[str, Any], ...] = tuple(spec.get("tolerations") or ())
         self.required = RequiredNodeAffinity.of(spec)
-        preferred = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "preferredDuringSchedulingIgnoredDuringExecution")
+        preferred = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(PREFERRED)
         # getPodPreferredNodeAffinity: nil when the field is absent, and then PreScore skips.
         self.preferred = None if preferred is None else PreferredTerms(preferred)
         self.prefilter_nodes = prefilter_node_names(spec)

@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from webhook.kube.affinity import PREFERRED, REQUIRED
 from webhook.scheduler.labels import (
     NOTHING,
     Selector,
@@ -193,11 +194,10 @@ class PodInfo:
             return
         ns, labels = self.namespace, self.labels
         pod_affinity, anti = pod_affinity or {}, anti or {}
-        required, preferred = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
-        self.required_affinity = _guard(lambda: _terms(pod_affinity.get(required), ns, labels), strict)
-        self.required_anti_affinity = _guard(lambda: _terms(anti.get(required), ns, labels), strict)
-        self.preferred_affinity = _guard(lambda: _weighted(pod_affinity.get(preferred), ns, labels), strict)
-        self.preferred_anti_affinity = _guard(lambda: _weighted(anti.get(preferred), ns, labels), strict)
+        self.required_affinity = _guard(lambda: _terms(pod_affinity.get(REQUIRED), ns, labels), strict)
+        self.required_anti_affinity = _guard(lambda: _terms(anti.get(REQUIRED), ns, labels), strict)
+        self.preferred_affinity = _guard(lambda: _weighted(pod_affinity.get(PREFERRED), ns, labels), strict)
+        self.preferred_anti_affinity = _guard(lambda: _weighted(anti.get(PREFERRED), ns, labels), strict)
 
     def renamed(self, pod: Mapping[str, Any]) -> PodInfo:
         """Another replica of the same spec: the parse shared, a new identity and name."""

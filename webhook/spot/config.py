@@ -39,6 +39,7 @@ from pydantic import Field, PrivateAttr, StrictFloat, StrictInt, ValidationError
 
 from webhook import PREFIX
 from webhook.files import documents
+from webhook.kube import capacity as capacity_providers
 from webhook.policy.affinity import Model
 from webhook.policy.errors import LoadError, from_validation
 from webhook.policy.model import CapacityType, Provider
@@ -113,11 +114,9 @@ class SpotConfig(Model):
     def provider_entry(self) -> dict[str, Any]:
         """The provider's table entry (label, spot and on-demand values, toleration), once."""
         if self._provider is None:
-            from webhook.engine.fragments import provider as provider_table
-
             chosen: Any = self.provider if isinstance(self.provider, str) else self.provider.model_dump(
                 by_alias=True, exclude_none=True)
-            self._provider = dict(provider_table({"provider": chosen}))
+            self._provider = dict(capacity_providers.provider({"provider": chosen}))
         return self._provider
 
     def capacity_rules(self) -> tuple[str, frozenset[str], frozenset[str]]:

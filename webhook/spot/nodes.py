@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from webhook.engine.merge import PREFERRED, REQUIRED
+from webhook.kube.affinity import PREFERRED, REQUIRED
 from webhook.kube.nodes import tolerates
 from webhook.kube.times import timestamp
 from webhook.spot.config import SpotConfig
