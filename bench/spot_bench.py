@@ -380,7 +380,7 @@ async def measure(args: argparse.Namespace, kubeconfig: Path) -> Figures:
         await cache.start()
         if not await cache.wait_synced(60.0):
             raise SystemExit(f"the controller's cluster view did not sync: {cache.status()}")
-        pods = len(controller.by_node.get(SPOT_NODE, {}))
+        pods = len(controller.pods.assigned_to(SPOT_NODE))
         stop = asyncio.Event()
         runner = asyncio.create_task(controller.run(stop))
         await asyncio.sleep(0.3)  # its first round: nothing to drain yet

@@ -54,7 +54,7 @@ async def test_a_deleted_pod_moves_its_node_a_step_and_only_that_node_is_written
     labeler = await start_labeler()
     await labeler.run_pass()
     server.delete_object("Pod", "web-1", "apps")
-    await until(lambda: "apps/web-1" not in labeler.pod_node, what="the pod's deletion to be seen")
+    await until(lambda: labeler.pods.node_of("apps/web-1") is None, what="the pod's deletion to be seen")
     assert "cpu-1" in labeler.dirty
     server.clear_requests()
     report, _, _ = await labeler.run_pass(labeler.dirty)
@@ -171,12 +171,13 @@ async def test_a_dry_run_computes_and_writes_nothing(server: FakeApiServer, star
 
 
 async def test_the_api_server_going_away_mid_pass_fails_writes_and_removes_nothing(
-        server: FakeApiServer, start_labeler: Callable[..., Any]) -> None:
+        server: FakeApiServer, start_labeler: Callable[..., Any], until: Callable[..., Any]) -> None:
     labeler = await start_labeler()
     await labeler.run_pass()
     before = {name: labels_of(server, name) for name in ("cpu-1", "gpu-1")}
+    server.delete_object("Pod", "web-1", "apps")  # its pod has gone: a write is due
+    await until(lambda: labeler.pods.node_of("apps/web-1") is None, what="the pod's deletion to be seen")
     server.go_away("refuse")
-    labeler.by_node["cpu-1"].clear()  # as if its pod had gone: a write is due
     try:
         report, _, _ = await labeler.run_pass()
     finally:

@@ -2,8 +2,9 @@
 
 A registry of informers by name (Nodes, Namespaces, PriorityClasses to begin with; Pods and
 PodDisruptionBudgets can be added with ``add`` and their own projections), each keeping a small
-projection of its objects. The ``ClusterView`` methods answer from memory and never await, so
-an admission review is never delayed by the API server; ``fresh(max_age)`` tells the caller
+projection of its objects; ``pods_by_node`` is the one index of pods by node the controllers
+share. The ``ClusterView`` methods answer from memory and never await, so an admission review is
+never delayed by the API server; ``fresh(max_age)`` tells the caller
 whether the memory can be trusted (every informer synced and heard from recently).
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .informer import (
     Projection,
     server_wide_failure,
 )
+from .pods import POD_PATH, PODS, PodsByNode
 from .view import NodeSet
 
 log = logging.getLogger(__name__)
@@ -93,6 +95,7 @@ class ClusterCache:
         self._version_timeout = version_timeout
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._nodes: tuple[int, tuple[Mapping[str, Any], ...]] = (-1, ())
+        self._pods: PodsByNode | None = None
         for name, (path, project) in RESOURCES.items():
             # ``projections`` replaces a resource's projection (a command that reads more of it).
             self.add(name, path, (projections or {}).get(name, project))
@@ -107,6 +110,16 @@ class ClusterCache:
         if self._tasks:
             self._tasks[name] = asyncio.create_task(informer.run(), name=f"informer-{name}")
         return informer
+
+    def pods_by_node(self, project: Projection) -> PodsByNode:
+        """The view's one index of pods by node, shared by every caller. The first call registers
+        the pod informer with ``project`` (unless one is registered already); later callers read
+        what it keeps."""
+        if self._pods is None:
+            if PODS not in self.informers:
+                self.add(PODS, POD_PATH, project)
+            self._pods = PodsByNode(self.informers[PODS])
+        return self._pods
 
     # -- lifecycle --
     async def start(self) -> None:

@@ -36,11 +36,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
 
 import msgspec
-
-from webhook.kube import pods as kube_pods
 
 from . import discovery
 from .cache import NAMESPACES, NODES, PRIORITY_CLASSES, ClusterCache
@@ -55,14 +52,12 @@ from .informer import (
     Projection,
     server_wide_failure,
 )
+from .pods import POD_PATH, PODS
 
 __all__ = ["Refused", "SharedValues", "Snapshot", "project_pdb", "project_pod", "project_workload", "read_once"]
 
-PODS, PDBS = "pods", "poddisruptionbudgets"
+PDBS = "poddisruptionbudgets"
 DEPLOYMENTS, REPLICASETS, STATEFULSETS, DAEMONSETS = "deployments", "replicasets", "statefulsets", "daemonsets"
-
-# newPodInformer (pkg/scheduler/scheduler.go): the scheduler never lists finished pods.
-POD_PATH = "/api/v1/pods?" + urlencode({"fieldSelector": kube_pods.SCHEDULER_FIELD_SELECTOR})
 
 # How long a request may outlive the read's deadline. The deadline is the only clock: a
 # request's own timer firing in the same instant as the deadline's cancellation can turn that

@@ -1,8 +1,8 @@
 """The labeler's loop over the cluster view: which nodes to label, when, and what it did.
 
-The view is the server's ``ClusterCache`` with a pod informer added (pods projected to what
-the request arithmetic reads, ``cluster.snapshot.project_pod``). Change handlers keep an
-index of pods by node and mark a node dirty when a pod lands on it, leaves it or changes,
+The view is the server's ``ClusterCache`` with its pods-by-node index (pods projected to what
+the request arithmetic reads, ``cluster.snapshot.project_pod``). Change handlers keep each pod's
+requests beside the index and mark a node dirty when a pod lands on it, leaves it or changes,
 when its allocatable changes, or when its own labels change under it (someone else wrote
 them); ``run`` relabels the dirty nodes as soon as there are some, and every node every
 ``interval`` seconds. A pass computes every label from memory, then writes the changes
@@ -25,7 +25,9 @@ import aiohttp
 
 from webhook.cluster.cache import NODES, ClusterCache
 from webhook.cluster.client import ApiError, Client
-from webhook.cluster.snapshot import POD_PATH, SharedValues, project_pod
+from webhook.cluster.informer import Projection
+from webhook.cluster.pods import PODS
+from webhook.cluster.snapshot import SharedValues, project_pod
 from webhook.labeler.metrics import LabelerMetrics
 from webhook.labeler.values import DEFAULT_GPU_RESOURCES, LABELS, NodeLabels, RequestsMemo, Steps, compute
 from webhook.labeler.writes import Change, PassReport, Writer, plan
@@ -36,7 +38,6 @@ __all__ = ["METRICS_PATH", "PODS", "Labeler", "LabelerConfig"]
 
 log = logging.getLogger(__name__)
 
-PODS = "pods"
 METRICS_PATH = "/apis/metrics.k8s.io/v1beta1/nodes"
 SOURCES = ("requests", "metrics")
 
@@ -68,10 +69,10 @@ class Labeler:
         self.config = config
         self.metrics = metrics or LabelerMetrics()
         self.writer = writer or Writer(client, rate=config.rate)
-        # node -> pod key -> what the pod holds (its requests, computed once per pod event), or
-        # why that could not be told (a quantity that does not parse)
-        self.by_node: dict[str, dict[str, Resource | str]] = {}
-        self.pod_node: dict[str, str] = {}
+        self.pods = cache.pods_by_node(_pod_projection())
+        # pod key -> what the pod holds (its requests, computed once per pod event), or why that
+        # could not be told (a quantity that does not parse); for every pod the index holds
+        self.held: dict[str, Resource | str] = {}
         self.requests = RequestsMemo()
         self.dirty: set[str] = set()
         # Labels written whose watch event has not come back yet: a pass in between compares
@@ -79,30 +80,24 @@ class Labeler:
         self.recent: dict[str, dict[str, str]] = {}
         self.wake = asyncio.Event()
         self._metrics_warned = False
-        if PODS not in cache.informers:
-            cache.add(PODS, POD_PATH, _pod_projection())
-        cache.informers[PODS].add_handler(self._on_pod)
+        self.pods.listen(self._on_pod)
         cache.informers[NODES].add_handler(self._on_node)
 
     # -- change handlers (called by the informers, never await) --
-    def _on_pod(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
-        before = self.pod_node.pop(key, None)
+    def _on_pod(self, key: str, before: str | None, after: str | None, old: Mapping[str, Any] | None,
+                new: Mapping[str, Any] | None) -> None:
+        self.held.pop(key, None)
         if before is not None:
-            self.by_node.get(before, {}).pop(key, None)
             self._mark(before)
-        node = str(((new or {}).get("spec") or {}).get("nodeName") or "")
-        if new is not None and node:
+        if new is not None and after is not None:
             try:
-                held: Resource | str = self.requests(new)
+                self.held[key] = self.requests(new)
             except ValueError as exc:
-                held = str(exc)
-            self.by_node.setdefault(node, {})[key] = held
-            self.pod_node[key] = node
-            self._mark(node)
+                self.held[key] = str(exc)
+            self._mark(after)
 
     def _on_node(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         if new is None:
-            self.by_node.pop(key, None)
             self.recent.pop(key, None)
             self.dirty.discard(key)
             return
@@ -156,7 +151,7 @@ class Labeler:
             measured = None if usage is None else usage.get(name)
             held = Resource()
             problem = ""
-            for entry in self.by_node.get(name, {}).values():
+            for entry in (self.held[key] for key in self.pods.assigned_to(name)):
                 if isinstance(entry, str):
                     problem = entry
                     break
@@ -225,7 +220,7 @@ def _summary(report: PassReport) -> dict[str, Any]:
             "skipped": len(report.skipped), "failed": len(report.failed), "seconds": round(report.seconds, 3)}
 
 
-def _pod_projection() -> Any:
+def _pod_projection() -> Projection:
     share = SharedValues()
     return lambda obj: project_pod(obj, share=share)
 

@@ -43,8 +43,8 @@ from prometheus_client.exposition import generate_latest
 from webhook import PREFIX
 from webhook.cluster.cache import NODES, ClusterCache
 from webhook.cluster.client import ApiError, Client
+from webhook.cluster.informer import Projection
 from webhook.cluster.metrics import ClusterViewCollector
-from webhook.cluster.snapshot import POD_PATH
 from webhook.kube.times import format_time, timestamp
 from webhook.spot.config import SpotConfig
 from webhook.spot.drain import (
@@ -69,7 +69,6 @@ log = logging.getLogger(__name__)
 FIELD_MANAGER = COMPONENT = "spot-controller"
 CORDONED_BY = f"{PREFIX}cordoned-by"
 DRAIN_STARTED = f"{PREFIX}drain-started"
-PODS = "pods"
 MAX_QUEUED_EVENTS = 1000  # client-go tools/record: maxQueuedEvents
 RESULTS = ("evicted", "gone", "blocked", "failed", "retry")  # Evictor.evict's answers
 EVENT_WRITERS = 4  # client-go writes from one goroutine; a few here keep pace with parallel evictions
@@ -200,7 +199,8 @@ class _Drain:
 
 
 class SpotController:
-    """Watches nodes (and the pods on them) in ``cache`` and drains the marked ones."""
+    """Watches nodes (and, through the view's pods-by-node index, the pods on them) in ``cache`` and
+    drains the marked ones."""
 
     def __init__(self, client: Client, cache: ClusterCache, config: SpotConfig, settings: SpotSettings = SpotSettings(),
                  *, metrics: SpotMetrics | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
@@ -215,16 +215,13 @@ class SpotController:
         self.events = EventRecorder(client, clock=clock, metrics=self.metrics, dry_run=settings.dry_run)
         self.slots = asyncio.Semaphore(max(1, settings.parallel_evictions))
         self.drains: dict[str, _Drain] = {}
-        self.by_node: dict[str, dict[str, Mapping[str, Any]]] = {}
-        self.pod_node: dict[str, str] = {}
+        self.pods = cache.pods_by_node(_pod_projection())
         self.dirty: set[str] = set()  # nodes to look at in the next round
         self.rescan = True  # the next round looks at every node
         self.recheck: dict[str, float] = {}  # node -> when to look at it again (Unix time)
         self.rounds = 0  # rounds done: tests wait for one instead of sleeping
         self.wake = asyncio.Event()
-        if PODS not in cache.informers:
-            cache.add(PODS, POD_PATH, _pod_projection())
-        cache.informers[PODS].add_handler(self._on_pod)
+        self.pods.listen(self._on_pod)
         cache.informers[NODES].add_handler(self._on_node)
 
     # -- what the informers say --
@@ -232,16 +229,10 @@ class SpotController:
         self.dirty.add(key)
         self.wake.set()
 
-    def _on_pod(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
-        before = self.pod_node.pop(key, None)
-        if before is not None:
-            self.by_node.get(before, {}).pop(key, None)
-        node = str(((new or {}).get("spec") or {}).get("nodeName") or "")
-        if new is not None and node:
-            self.by_node.setdefault(node, {})[key] = new
-            self.pod_node[key] = node
+    def _on_pod(self, key: str, before: str | None, after: str | None, old: Mapping[str, Any] | None,
+                new: Mapping[str, Any] | None) -> None:
         if self.draining:
-            self._tell_drains(key, before, node, new, old)
+            self._tell_drains(key, before, after or "", new, old)
 
     def _tell_drains(self, key: str, before: str | None, node: str, new: Mapping[str, Any] | None,
                      old: Mapping[str, Any] | None) -> None:
@@ -269,7 +260,7 @@ class SpotController:
         return {str((n.get("metadata") or {}).get("name")): n for n in self.cache.informers[NODES].values()}
 
     def pods_on(self, node: str) -> list[Mapping[str, Any]]:
-        return evictable(self.by_node.get(node, {}).values(), self.settings.exclude_namespaces)
+        return evictable(self.pods.assigned_to(node).values(), self.settings.exclude_namespaces)
 
     # -- the loop --
     async def run(self, stop: asyncio.Event, *, resync: float = 10.0) -> None:
@@ -462,7 +453,7 @@ def _log_failure(task: asyncio.Task[None]) -> None:
         log.error("drain failed", exc_info=task.exception())
 
 
-def _pod_projection() -> Any:
+def _pod_projection() -> Projection:
     """What the drain reads of a pod, and no more (every pod of the cluster passes through it):
     identity, its controller, the mirror-pod annotation, whether it is terminating, its node,
     phase and Ready condition."""
@@ -504,7 +495,7 @@ def plan(controller: SpotController) -> list[str]:
             continue
         cordon = "already cordoned" if (node.get("spec") or {}).get("unschedulable") else "cordon it"
         lines.append(f"node {name}: {signal.source}: {cordon}, then evict:")
-        pods = sorted(controller.by_node.get(name, {}).values(), key=pod_key)
+        pods = sorted(controller.pods.assigned_to(name).values(), key=pod_key)
         for pod in pods:
             why = skip_reason(pod, controller.settings.exclude_namespaces)
             lines.append(f"  {pod_key(pod)}" + (f" (skipped: {why})" if why else ""))
