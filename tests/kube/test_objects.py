@@ -6,7 +6,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.kube.objects import copy_json
+from webhook.kube.objects import by_kind, copy_json, kind_of
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
@@ -37,3 +37,18 @@ def test_a_json_copy_does_not_alias_a_value_repeated_inside_the_original() -> No
     assert copied[0] is not copied[1]
     copied[0]["key"] = "region"
     assert copied[1]["key"] == "zone" and shared["key"] == "zone"
+
+
+def test_a_dump_is_grouped_by_kind_nodes_first_then_kinds_as_they_appear() -> None:
+    dump = [{"kind": "Pod", "metadata": {"name": "p1"}}, {"kind": "Namespace", "metadata": {"name": "prod"}},
+            {"kind": "Node", "metadata": {"name": "n1"}}, {"kind": "Pod", "metadata": {"name": "p2"}},
+            {"metadata": {"name": "kindless"}}]
+    groups = by_kind(dump)
+    assert list(groups) == ["Node", "Pod", "Namespace", ""]
+    assert [p["metadata"]["name"] for p in groups["Pod"]] == ["p1", "p2"]
+    assert "Node" not in by_kind(dump[:2])
+
+
+def test_anything_that_carries_an_object_groups_by_the_objects_kind() -> None:
+    wrapped = [("a", {"kind": "Pod"}), ("b", {"kind": "Node"})]
+    assert by_kind(wrapped, kind=lambda w: kind_of(w[1])) == {"Node": [wrapped[1]], "Pod": [wrapped[0]]}

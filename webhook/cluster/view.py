@@ -81,18 +81,11 @@ class StaticClusterView:
 
         Other kinds are ignored, so a whole ``kubectl get -o yaml`` dump can be passed.
         """
-        namespaces: dict[str, Mapping[str, str]] = {}
-        nodes: list[Mapping[str, Any]] = []
-        classes: dict[str, Mapping[str, Any]] = {}
-        for obj in objects.flatten(items):
-            kind = obj.get("kind")
-            name = str((obj.get("metadata") or {}).get("name") or "")
-            if kind == "Node":
-                nodes.append(obj)
-            elif kind == "Namespace" and name:
-                namespaces[name] = dict((obj.get("metadata") or {}).get("labels") or {})
-            elif kind == "PriorityClass" and name:
-                classes[name] = obj
+        groups = objects.by_kind(objects.flatten(items))
+        namespaces = {name: dict((ns.get("metadata") or {}).get("labels") or {})
+                      for ns in groups.get("Namespace", ()) if (name := _name(ns))}
+        classes = {name: pc for pc in groups.get("PriorityClass", ()) if (name := _name(pc))}
+        nodes = groups.get("Node", [])
         return cls(
             namespaces=namespaces, nodes=nodes, priority_classes=classes, match_label_keys=match_label_keys
         )
@@ -108,3 +101,7 @@ class StaticClusterView:
 
     def supports_match_label_keys(self) -> bool | None:
         return self.match_label_keys
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")

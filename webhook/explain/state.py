@@ -11,14 +11,13 @@ a node the state lacks, and objects of kinds the simulation does not read.
 """
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.cluster.view import StaticClusterView
 from webhook.kube import pods as kube_pods
-from webhook.kube.objects import flatten
+from webhook.kube.objects import by_kind, flatten
 from webhook.scheduler.cluster import Cluster
 
 __all__ = ["WORKLOAD_KINDS", "ClusterState"]
@@ -40,28 +39,21 @@ class ClusterState:
 
     @classmethod
     def from_objects(cls, objects: Iterable[Any], *, match_label_keys: bool | None = None) -> ClusterState:
-        by_kind: dict[str, list[Mapping[str, Any]]] = {}
-        ignored: Counter[str] = Counter()
-        for obj in flatten(objects):
-            kind = str(obj.get("kind") or "")
-            if kind in _READ:
-                by_kind.setdefault(kind, []).append(obj)
-            else:
-                ignored[kind or "(no kind)"] += 1
-        nodes = by_kind.get("Node", [])
-        pods = by_kind.get("Pod", [])
+        groups = by_kind(flatten(objects))
+        ignored = {kind or "(no kind)": len(group) for kind, group in groups.items() if kind not in _READ}
+        nodes = groups.get("Node", [])
+        pods = groups.get("Pod", [])
         notes = _node_notes(nodes) + _pod_notes(pods, {_name(n) for n in nodes})
         if ignored:
             shown = ", ".join(f"{count} {kind}" for kind, count in sorted(ignored.items()))
             notes.append(f"the cluster state's objects of other kinds are not read: {shown}")
         if not nodes:
             notes.append("the cluster state has no Nodes: no pod can be placed")
-        cluster = Cluster.from_objects(nodes, pods, by_kind.get("Namespace", ()),
-                                       by_kind.get("PodDisruptionBudget", ()))
+        cluster = Cluster.from_objects(nodes, pods, groups.get("Namespace", ()), groups.get("PodDisruptionBudget", ()))
         workloads = {(str(o.get("kind")), _namespace(o), _name(o)): o
-                     for kind in WORKLOAD_KINDS for o in by_kind.get(kind, ())}
-        view = StaticClusterView.from_objects([*nodes, *by_kind.get("Namespace", ()),
-                                               *by_kind.get("PriorityClass", ())], match_label_keys=match_label_keys)
+                     for kind in WORKLOAD_KINDS for o in groups.get(kind, ())}
+        view = StaticClusterView.from_objects([*nodes, *groups.get("Namespace", ()), *groups.get("PriorityClass", ())],
+                                              match_label_keys=match_label_keys)
         return cls(cluster, nodes, dict(view.priority_classes), workloads, view, notes)
 
     def workload(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:

@@ -1,10 +1,12 @@
 """Small facts about Kubernetes objects as plain data: metadata, ``List`` objects, names."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
-__all__ = ["copy_json", "describe", "flatten", "is_list", "meta"]
+__all__ = ["by_kind", "copy_json", "describe", "flatten", "is_list", "kind_of", "meta"]
+
+T = TypeVar("T")
 
 
 def meta(obj: Mapping[str, Any] | None, key: str) -> Any:
@@ -37,6 +39,23 @@ def flatten(objects: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
             yield from flatten(obj["items"])
         else:
             yield obj
+
+
+def kind_of(obj: Mapping[str, Any]) -> str:
+    """An object's ``kind``, "" when it has none."""
+    return str(obj.get("kind") or "")
+
+
+def by_kind(items: Iterable[T], *, kind: Callable[[Any], str] = kind_of) -> dict[str, list[T]]:
+    """``items`` (the objects of a dump, or anything ``kind`` reads a kind from) grouped by
+    kind: Nodes first, since every other object is read against them (a Pod only with its
+    node), then each kind in the order it first appears; a kind's items in the order given."""
+    groups: dict[str, list[T]] = {"Node": []}
+    for item in items:
+        groups.setdefault(kind(item), []).append(item)
+    if not groups["Node"]:
+        del groups["Node"]
+    return groups
 
 
 def describe(obj: Mapping[str, Any], *, kind: str = "", namespace: str | None = None, name: str | None = None) -> str:

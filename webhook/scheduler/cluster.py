@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from webhook.kube import pods as kube_pods
-from webhook.kube.objects import flatten
+from webhook.kube.objects import by_kind, flatten
 from webhook.scheduler.labels import str_labels
 from webhook.scheduler.nodeinfo import NodeInfo
 from webhook.scheduler.podinfo import PodInfo
@@ -68,11 +68,9 @@ class Cluster:
     def from_dump(cls, objects: Iterable[Any]) -> Cluster:
         """From a mixed dump (``kubectl get nodes,pods,namespaces,pdb -A -o yaml``): Lists are
         unpacked and each object sorted by kind; other kinds are ignored."""
-        by_kind: dict[str, list[Mapping[str, Any]]] = {}
-        for obj in flatten(objects):
-            by_kind.setdefault(str(obj.get("kind", "")), []).append(obj)
-        return cls.from_objects(by_kind.get("Node", ()), by_kind.get("Pod", ()), by_kind.get("Namespace", ()),
-                                by_kind.get("PodDisruptionBudget", ()))
+        groups = by_kind(flatten(objects))
+        return cls.from_objects(groups.get("Node", ()), groups.get("Pod", ()), groups.get("Namespace", ()),
+                                groups.get("PodDisruptionBudget", ()))
 
     def _successor(self, nodes: dict[str, NodeInfo]) -> Cluster:
         out = object.__new__(Cluster)

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from webhook.files import documents as yamlsrc
 from webhook.files import walk
-from webhook.kube.objects import is_list
+from webhook.kube.objects import by_kind, is_list, kind_of
 from webhook.policy import loader
 from webhook.policy.loader import LoadError
 from webhook.policy.policyset import PolicySet
@@ -276,9 +276,10 @@ class _Clusters:
         try:
             return build(located)
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
-            # Find the object to blame: the shortest failing prefix, Nodes first (a Pod is read
-            # only with its node), ends with it.
-            ordered = sorted(located, key=lambda o: o.object.get("kind") != "Node")
+            # Find the object to blame: the shortest failing prefix, in the order a dump is read
+            # (Nodes first: a Pod is read only with its node), ends with it.
+            groups = by_kind(located, kind=lambda o: kind_of(o.object))
+            ordered = [o for group in groups.values() for o in group]
             low, high = 1, len(ordered)
             while low < high:
                 middle = (low + high) // 2
