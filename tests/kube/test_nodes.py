@@ -12,7 +12,7 @@ import pytest
 from tests.kit.workloads import node
 from webhook.cluster.view import ClusterView, StaticClusterView
 from webhook.engine import rollout
-from webhook.kube.nodes import label_int, term_contradiction, tolerates
+from webhook.kube.nodes import label_int, tolerates
 from webhook.scheduler.filters import NodeEligibility
 from webhook.scheduler.nodeaffinity import terms_match
 
@@ -138,46 +138,6 @@ def test_a_node_label_that_is_not_an_int64_satisfies_neither_gt_nor_lt() -> None
     for label in ("12a", "99999999999999999999", ""):
         assert not requirement_matches({"key": "k", "operator": "Gt", "values": ["0"]}, label)
         assert not requirement_matches({"key": "k", "operator": "Lt", "values": ["9"]}, label)
-
-
-def _term(*exprs: tuple[str, str, list[str] | None]) -> dict[str, Any]:
-    return {"matchExpressions": [{"key": k, "operator": op, **({"values": v} if v is not None else {})}
-                                 for k, op, v in exprs]}
-
-
-@pytest.mark.parametrize(
-    ("term", "why"),
-    [
-        (_term(("zone", "In", ["a"]), ("zone", "In", ["b"])), "zone In [a] and zone In [b]"),
-        (_term(("zone", "In", ["a", "b"]), ("zone", "NotIn", ["a", "b"])), "zone In [a, b] and zone NotIn [a, b]"),
-        (_term(("gpu", "In", ["true"]), ("gpu", "DoesNotExist", None)), "gpu DoesNotExist and gpu In [true]"),
-        (_term(("gpu", "Exists", None), ("gpu", "DoesNotExist", None)), "gpu DoesNotExist and gpu Exists"),
-        (_term(("cpu", "Gt", ["5"]), ("cpu", "Lt", ["6"])), "no integer satisfies cpu Gt [5] and cpu Lt [6]"),
-        (_term(("cpu", "Lt", ["0"])), "no integer satisfies cpu Lt [0]"),
-        (_term(("cpu", "In", ["3", "x"]), ("cpu", "Gt", ["5"])), "cpu In [3, x] and cpu Gt [5]"),
-        ({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]},
-                          {"key": "metadata.name", "operator": "In", "values": ["n2"]}]},
-         "metadata.name In [n1] and metadata.name In [n2]"),
-        ({}, "the term is empty"),
-    ],
-)
-def test_a_term_no_node_can_satisfy_says_why(term: dict[str, Any], why: str) -> None:
-    assert term_contradiction(term) == why
-
-
-@pytest.mark.parametrize(
-    "term",
-    [
-        _term(("zone", "In", ["a", "b"]), ("zone", "In", ["b", "c"])),
-        _term(("zone", "In", ["a"]), ("zone", "NotIn", ["b"])),
-        _term(("cpu", "Gt", ["5"]), ("cpu", "Lt", ["7"])),
-        _term(("cpu", "In", ["6"]), ("cpu", "Gt", ["5"])),
-        _term(("gpu", "DoesNotExist", None), ("gpu", "NotIn", ["x"])),
-        _term(("a", "In", ["1"]), ("b", "DoesNotExist", None)),
-    ],
-)
-def test_a_term_some_node_can_satisfy_is_not_flagged(term: dict[str, Any]) -> None:
-    assert term_contradiction(term) is None
 
 
 

@@ -201,3 +201,43 @@ def test_a_node_matches_the_and_of_two_term_lists_exactly_when_it_matches_both(
     terms: list[dict[str, Any]], others: list[dict[str, Any]], n: dict[str, Any]
 ) -> None:
     assert terms_match(nodeterms.and_terms(terms, others), n) is (terms_match(terms, n) and terms_match(others, n))
+
+
+def _term(*exprs: tuple[str, str, list[str] | None]) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": k, "operator": op, **({"values": v} if v is not None else {})}
+                                 for k, op, v in exprs]}
+
+
+@pytest.mark.parametrize(
+    ("term", "why"),
+    [
+        (_term(("zone", "In", ["a"]), ("zone", "In", ["b"])), "zone In [a] and zone In [b]"),
+        (_term(("zone", "In", ["a", "b"]), ("zone", "NotIn", ["a", "b"])), "zone In [a, b] and zone NotIn [a, b]"),
+        (_term(("gpu", "In", ["true"]), ("gpu", "DoesNotExist", None)), "gpu DoesNotExist and gpu In [true]"),
+        (_term(("gpu", "Exists", None), ("gpu", "DoesNotExist", None)), "gpu DoesNotExist and gpu Exists"),
+        (_term(("cpu", "Gt", ["5"]), ("cpu", "Lt", ["6"])), "no integer satisfies cpu Gt [5] and cpu Lt [6]"),
+        (_term(("cpu", "Lt", ["0"])), "no integer satisfies cpu Lt [0]"),
+        (_term(("cpu", "In", ["3", "x"]), ("cpu", "Gt", ["5"])), "cpu In [3, x] and cpu Gt [5]"),
+        ({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]},
+                          {"key": "metadata.name", "operator": "In", "values": ["n2"]}]},
+         "metadata.name In [n1] and metadata.name In [n2]"),
+        ({}, "the term is empty"),
+    ],
+)
+def test_a_term_no_node_can_satisfy_says_why(term: dict[str, Any], why: str) -> None:
+    assert nodeterms.term_contradiction(term) == why
+
+
+@pytest.mark.parametrize(
+    "term",
+    [
+        _term(("zone", "In", ["a", "b"]), ("zone", "In", ["b", "c"])),
+        _term(("zone", "In", ["a"]), ("zone", "NotIn", ["b"])),
+        _term(("cpu", "Gt", ["5"]), ("cpu", "Lt", ["7"])),
+        _term(("cpu", "In", ["6"]), ("cpu", "Gt", ["5"])),
+        _term(("gpu", "DoesNotExist", None), ("gpu", "NotIn", ["x"])),
+        _term(("a", "In", ["1"]), ("b", "DoesNotExist", None)),
+    ],
+)
+def test_a_term_some_node_can_satisfy_is_not_flagged(term: dict[str, Any]) -> None:
+    assert nodeterms.term_contradiction(term) is None

@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from webhook.kube import selectors
 
@@ -113,3 +115,43 @@ def test_a_requirement_is_refused_where_labels_new_requirement_refuses_it(key: s
 ])
 def test_a_match_fields_requirement_is_in_or_not_in_with_one_name(op: str, values: list[str], valid: bool) -> None:
     assert (selectors.field_requirement_error(op, values) is None) is valid
+
+
+def _req(key: str, op: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": op, **({"values": list(values)} if values else {})}
+
+
+@pytest.mark.parametrize(("requirements", "why"), [
+    ([_req("t", "In", "a"), _req("t", "In", "b")], "t In [a] and t In [b]"),
+    ([_req("t", "Exists"), _req("t", "DoesNotExist")], "t DoesNotExist and t Exists"),
+    ([_req("t", "In", "a"), _req("t", "NotIn", "a")], "t In [a] and t NotIn [a]"),
+    ([_req("n", "Gt", "5"), _req("n", "Lt", "6")], "no integer satisfies n Gt [5] and n Lt [6]"),
+    ([_req("t", "In", "a", "b"), _req("t", "In", "b", "c")], None),
+    ([_req("t", "NotIn", "a"), _req("t", "DoesNotExist")], None),  # a label set without t
+    ([_req("t", "In", "a"), _req("u", "DoesNotExist")], None),  # keys are independent
+])
+def test_requirements_conflict_only_when_no_label_set_satisfies_them_all(requirements: list[dict[str, Any]],
+                                                                        why: str | None) -> None:
+    assert selectors.conflict(requirements) == why
+
+
+REQ_KEYS = st.sampled_from(["t", "n"])
+REQ_VALUES = st.sampled_from(["a", "b", "0", "5", "6"])
+REQUIREMENTS = st.lists(st.one_of(
+    st.builds(lambda k, op, vs: _req(k, op, *sorted(set(vs))), REQ_KEYS, st.sampled_from(["In", "NotIn"]),
+              st.lists(REQ_VALUES, min_size=1, max_size=2)),
+    st.builds(lambda k, op: _req(k, op), REQ_KEYS, st.sampled_from(["Exists", "DoesNotExist"])),
+    st.builds(lambda k, op, v: _req(k, op, v), REQ_KEYS, st.sampled_from(["Gt", "Lt"]), REQ_VALUES.filter(str.isdigit)),
+), max_size=4)
+LABEL_SETS = st.dictionaries(REQ_KEYS, st.sampled_from(["a", "b", "c", "0", "4", "5", "6", "7"]), max_size=2)
+
+
+@given(REQUIREMENTS, LABEL_SETS)
+def test_a_conflict_is_never_reported_for_requirements_some_label_set_satisfies(
+        requirements: list[dict[str, Any]], labels: dict[str, str]) -> None:
+    def bound(req: dict[str, Any]) -> int | None:
+        return int(req["values"][0]) if req["operator"] in ("Gt", "Lt") else None
+
+    if all(selectors.holds(r["operator"], labels.get(r["key"]), set(r.get("values") or ()), bound(r))
+           for r in requirements):
+        assert selectors.conflict(requirements) is None

@@ -1,9 +1,9 @@
 """The node-side rules beneath the scheduler model, over plain values.
 
 ``parse_int64`` and ``label_int`` are how Gt/Lt read integers; ``tolerates`` is
-``Toleration.ToleratesTaint`` of k8s.io/api/core/v1; ``term_contradiction`` says why a
-NodeSelectorTerm can match no node at all (what lint and the engine report). Matching a
-term or a pod against a node is the scheduler model's (``scheduler.nodeaffinity``,
+``Toleration.ToleratesTaint`` of k8s.io/api/core/v1. Whether a requirement holds is
+``kube.selectors``'; whether a NodeSelectorTerm can match any node is ``kube.nodeterms``'.
+Matching a term or a pod against a node is the scheduler model's (``scheduler.nodeaffinity``,
 ``scheduler.filters.NodeEligibility``): one implementation, used everywhere.
 """
 from __future__ import annotations
@@ -58,57 +58,7 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
 
 
 def term_contradiction(term: Mapping[str, Any]) -> str | None:
-    """Why a NodeSelectorTerm can match no node, or None when some node could satisfy it.
+    """``kube.nodeterms.term_contradiction``, for a caller not yet reading it from there."""
+    from webhook.kube import nodeterms  # nodeterms reads label_int from here
 
-    The term's requirements are ANDed; per key they contradict when one needs the label
-    absent and another needs it (DoesNotExist with In, Exists, Gt or Lt), when no value is
-    left (In sets that do not meet, or every In value excluded by NotIn or by the Gt/Lt
-    bounds), or when the Gt/Lt bounds leave no integer. A Gt/Lt value the scheduler cannot
-    parse matches nothing. Node names in matchFields follow the same rules.
-    """
-    exprs = list(term.get("matchExpressions") or ())
-    fields = list(term.get("matchFields") or ())
-    if not exprs and not fields:
-        return "the term is empty"
-    by_key: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for kind, reqs in (("label", exprs), ("field", fields)):
-        for req in reqs:
-            by_key.setdefault((kind, str(req.get("key"))), []).append(req)
-    for (_kind, key), reqs in by_key.items():
-        why = _key_contradiction(key, reqs)
-        if why is not None:
-            return why
-    return None
-
-
-def _key_contradiction(key: str, reqs: list[Mapping[str, Any]]) -> str | None:
-    def show(req: Mapping[str, Any]) -> str:
-        values = req.get("values")
-        return f"{key} {req.get('operator')}" + (f" [{', '.join(map(str, values))}]" if values else "")
-
-    present = [r for r in reqs if r.get("operator") in ("In", "Exists", "Gt", "Lt")]
-    absent = [r for r in reqs if r.get("operator") == "DoesNotExist"]
-    if present and absent:
-        return f"{show(absent[0])} and {show(present[0])}"
-    allowed: set[str] | None = None
-    low, high = -1, INT64_MAX + 1  # the label, as an integer, must lie strictly between
-    for req in reqs:
-        op, values = req.get("operator"), [str(v) for v in req.get("values") or ()]
-        if op == "In":
-            allowed = set(values) if allowed is None else allowed & set(values)
-        elif op in ("Gt", "Lt"):
-            bound = label_int(values[0]) if len(values) == 1 else None
-            if bound is None:
-                return f"{show(req)} is not an integer the scheduler can read"
-            low, high = (max(low, bound), high) if op == "Gt" else (low, min(high, bound))
-    if high - low <= 1:
-        return f"no integer satisfies {' and '.join(show(r) for r in reqs if r.get('operator') in ('Gt', 'Lt'))}"
-    if allowed is None:
-        return None
-    forbidden = {str(v) for r in reqs if r.get("operator") == "NotIn" for v in r.get("values") or ()}
-    left = allowed - forbidden
-    if (low, high) != (-1, INT64_MAX + 1):
-        left = {v for v in left if (n := parse_int64(v)) is not None and low < n < high}
-    if not left:
-        return " and ".join(show(r) for r in reqs if r.get("operator") in ("In", "NotIn", "Gt", "Lt"))
-    return None
+    return nodeterms.term_contradiction(term)

@@ -1,4 +1,4 @@
-"""Node selector terms as an algebra: identity, AND, and negation.
+"""Node selector terms as an algebra: identity, AND, negation, and whether a term can match.
 
 Required node affinity is in disjunctive normal form: ``nodeSelectorTerms`` are ORed and each
 term ANDs its ``matchExpressions`` and ``matchFields`` (``nodeSelectorTerm.match`` in
@@ -20,7 +20,7 @@ from webhook.kube.nodes import INT64_MAX, label_int
 from webhook.kube.objects import copy_json
 
 __all__ = ["NodeTermError", "Term", "TermKey", "and_terms", "conjoin", "dedupe", "expr_key", "negate",
-           "negate_preferred", "negate_term", "preferred_key", "term_contains", "term_key"]
+           "negate_preferred", "negate_term", "preferred_key", "term_contains", "term_contradiction", "term_key"]
 
 Term = dict[str, Any]
 TermKey = tuple[frozenset[Any], frozenset[Any]]  # the requirements of matchExpressions, of matchFields
@@ -71,6 +71,24 @@ def dedupe(items: Iterable[Term], key: Any) -> list[Term]:
     return out
 
 
+# --- whether a term can match any node ---------------------------------------------------
+
+
+def term_contradiction(term: Mapping[str, Any]) -> str | None:
+    """Why a NodeSelectorTerm can match no node, or None when some node could satisfy it
+    (what lint and the engine report).
+
+    The term's requirements are ANDed: over the node's labels (``matchExpressions``) and over
+    its fields (``matchFields``, the node's name), each a set of requirements that must hold
+    together (``selectors.conflict``). An empty term matches no node.
+    """
+    exprs = list(term.get("matchExpressions") or ())
+    fields = list(term.get("matchFields") or ())
+    if not exprs and not fields:
+        return "the term is empty"
+    return selectors.conflict(exprs) or selectors.conflict(fields)
+
+
 # --- AND ---------------------------------------------------------------------------------
 
 
@@ -90,7 +108,7 @@ def conjoin(term: Mapping[str, Any], other: Mapping[str, Any], *, key: TermKey |
 def and_terms(terms: Sequence[Mapping[str, Any]], others: Sequence[Mapping[str, Any]]) -> list[Term]:
     """``(OR of terms) AND (OR of others)`` as one OR of terms: every pair conjoined (the
     cross product, AND distributing over OR), each distinct term once. A term that can match
-    no node (``kube.nodes.term_contradiction``) is kept: dropping it changes no node set, and
+    no node (``term_contradiction``) is kept: dropping it changes no node set, and
     is the caller's choice."""
     return dedupe((conjoin(a, b) for a, b in itertools.product(terms, others)), term_key)
 

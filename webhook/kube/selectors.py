@@ -20,17 +20,21 @@ For a label selector, ``matchLabels`` and ``matchExpressions`` are ANDed. An emp
 selects everything; a null one selects nothing (``metav1.LabelSelectorAsSelector(nil)`` is
 ``labels.Nothing()``), which is what a pod affinity term without a labelSelector means. Label
 values are strings: a number written in YAML compares as its text.
+
+``conflict`` says why requirements over one label set can hold together for no label set at
+all: lint's "can these selectors select the same object" and "can this node term match any
+node" are that one question.
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from webhook.kube.names import label_value_error, qualified_name_error
-from webhook.kube.nodes import parse_int64
+from webhook.kube.nodes import INT64_MAX, label_int, parse_int64
 
-__all__ = ["LABEL_OPERATORS", "ORDERED_OPERATORS", "canonical", "field_requirement_error", "holds", "matches",
-           "mismatch", "requirement_error"]
+__all__ = ["LABEL_OPERATORS", "ORDERED_OPERATORS", "canonical", "conflict", "field_requirement_error", "holds",
+           "matches", "mismatch", "requirement_error"]
 
 LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})  # metav1.LabelSelectorOperator
 ORDERED_OPERATORS = frozenset({"Gt", "Lt"})  # what v1.NodeSelectorOperator adds
@@ -128,3 +132,59 @@ def canonical(selector: Mapping[str, Any] | None) -> frozenset[tuple[str, str, f
         reqs.add((str(expr.get("key", "")), str(expr.get("operator", "")), values))
     return frozenset(reqs)
 
+
+# --- can requirements hold together -------------------------------------------------------
+
+
+def conflict(requirements: Iterable[Mapping[str, Any]]) -> str | None:
+    """Why no label set satisfies all ``requirements`` (ANDed, each ``{key, operator, values}``),
+    or None when some label set could.
+
+    Per key they conflict when one needs the label absent and another needs it (DoesNotExist
+    with In, Exists, Gt or Lt), when no value is left (In sets that do not meet, or every In
+    value excluded by NotIn or by the Gt/Lt bounds), or when the Gt/Lt bounds leave no integer.
+    A Gt/Lt value the scheduler cannot read (``label_int``) matches nothing.
+    """
+    by_key: dict[str, list[Mapping[str, Any]]] = {}
+    for req in requirements:
+        by_key.setdefault(str(req.get("key")), []).append(req)
+    for key, reqs in by_key.items():
+        why = _key_conflict(key, reqs)
+        if why is not None:
+            return why
+    return None
+
+
+def _show(key: str, req: Mapping[str, Any]) -> str:
+    values = req.get("values")
+    return f"{key} {req.get('operator')}" + (f" [{', '.join(map(str, values))}]" if values else "")
+
+
+def _key_conflict(key: str, reqs: list[Mapping[str, Any]]) -> str | None:
+    present = [r for r in reqs if r.get("operator") in ("In", "Exists", "Gt", "Lt")]
+    absent = [r for r in reqs if r.get("operator") == "DoesNotExist"]
+    if present and absent:
+        return f"{_show(key, absent[0])} and {_show(key, present[0])}"
+    allowed: set[str] | None = None
+    low, high = -1, INT64_MAX + 1  # the label, as an integer, must lie strictly between
+    for req in reqs:
+        op, values = req.get("operator"), [str(v) for v in req.get("values") or ()]
+        if op == "In":
+            allowed = set(values) if allowed is None else allowed & set(values)
+        elif op in ORDERED_OPERATORS:
+            bound = label_int(values[0]) if len(values) == 1 else None
+            if bound is None:
+                return f"{_show(key, req)} is not an integer the scheduler can read"
+            low, high = (max(low, bound), high) if op == "Gt" else (low, min(high, bound))
+    if high - low <= 1:
+        shown = " and ".join(_show(key, r) for r in reqs if r.get("operator") in ORDERED_OPERATORS)
+        return f"no integer satisfies {shown}"
+    if allowed is None:
+        return None
+    forbidden = {str(v) for r in reqs if r.get("operator") == "NotIn" for v in r.get("values") or ()}
+    left = allowed - forbidden
+    if (low, high) != (-1, INT64_MAX + 1):
+        left = {v for v in left if (n := parse_int64(v)) is not None and low < n < high}
+    if not left:
+        return " and ".join(_show(key, r) for r in reqs if r.get("operator") in ("In", "NotIn", "Gt", "Lt"))
+    return None

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from webhook.kube.kinds import Target, Targets
+from webhook.kube.selectors import conflict
 from webhook.policy.policyset import Policy
 
 __all__ = [
@@ -115,34 +116,18 @@ def _globs_meet(a: Spec, b: Spec, match_key: str, exclude_key: str | None) -> bo
     return False
 
 
-def _requirements(selector: Mapping[str, Any] | None) -> list[tuple[str, str, frozenset[str]]]:
+def _requirements(selector: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """A selector's requirements, ``matchLabels {k: v}`` being ``k In [v]``."""
     if not selector:
         return []
-    reqs = [(k, "In", frozenset([v])) for k, v in (selector.get("matchLabels") or {}).items()]
-    for expr in selector.get("matchExpressions") or ():
-        reqs.append((expr["key"], expr["operator"], frozenset(expr.get("values") or ())))
-    return reqs
-
-
-def _key_satisfiable(reqs: list[tuple[str, frozenset[str]]]) -> bool:
-    must_exist = any(op in ("In", "Exists") for op, _ in reqs)
-    if must_exist and any(op == "DoesNotExist" for op, _ in reqs):
-        return False
-    allowed: frozenset[str] | None = None
-    for op, values in reqs:
-        if op == "In":
-            allowed = values if allowed is None else allowed & values
-    forbidden = frozenset().union(*(values for op, values in reqs if op == "NotIn"))
-    return allowed is None or bool(allowed - forbidden)
+    reqs: list[Mapping[str, Any]] = [{"key": k, "operator": "In", "values": [v]}
+                                     for k, v in (selector.get("matchLabels") or {}).items()]
+    return reqs + list(selector.get("matchExpressions") or ())
 
 
 def selectors_compatible(*selectors: Mapping[str, Any] | None) -> bool:
-    """Whether one label set could satisfy all the selectors at once."""
-    by_key: dict[str, list[tuple[str, frozenset[str]]]] = {}
-    for selector in selectors:
-        for key, op, values in _requirements(selector):
-            by_key.setdefault(key, []).append((op, values))
-    return all(_key_satisfiable(reqs) for reqs in by_key.values())
+    """Whether one label set could satisfy all the selectors at once (``kube.selectors.conflict``)."""
+    return conflict(req for selector in selectors for req in _requirements(selector)) is None
 
 
 def selector_satisfiable(selector: Mapping[str, Any] | None) -> bool:
