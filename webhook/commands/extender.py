@@ -107,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         print("# Add to the KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1):")
         sys.stdout.write(yaml.safe_dump({"extenders": [entry]}, sort_keys=False))
         return Exit.OK
+    if bool(args.tls_cert) != bool(args.tls_key):
+        common.error("extender", "give --tls-cert and --tls-key together (or neither, for HTTP)")
+        return Exit.USAGE
     settings = common.load_spot_config(args.config)
     if isinstance(settings, int):
         return settings
@@ -121,13 +124,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def extender_config(args: argparse.Namespace) -> ExtenderConfig | int:
-    """The flags as configuration, or exit code 2 after an error line."""
+    """The flags as configuration (HTTPS when both --tls-cert and --tls-key are given), or exit
+    code 2 after an error line."""
     from webhook.cluster import config as cluster_config
     from webhook.extender.component import ExtenderConfig
 
-    if bool(args.tls_cert) != bool(args.tls_key):
-        common.error("extender", "give --tls-cert and --tls-key together (or neither, for HTTP)")
-        return Exit.USAGE
     where = None
     if not args.no_cluster:
         try:
@@ -135,9 +136,10 @@ def extender_config(args: argparse.Namespace) -> ExtenderConfig | int:
         except cluster_config.ConfigError as exc:
             common.error("extender", f"{exc} (or --no-cluster to judge whole Node objects only)")
             return Exit.USAGE
-    tls = (Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert else None
-    return ExtenderConfig(host=args.host, port=args.port, tls=tls, cluster=where, url_prefix=args.url_prefix, filter_verb=args.filter_verb,
-                          prioritize_verb=args.prioritize_verb, max_request_bytes=args.max_request_bytes)
+    tls = (Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert and args.tls_key else None
+    return ExtenderConfig(host=args.host, port=args.port, tls=tls, cluster=where, url_prefix=args.url_prefix,
+                          filter_verb=args.filter_verb, prioritize_verb=args.prioritize_verb,
+                          max_request_bytes=args.max_request_bytes)
 
 
 async def _serve(settings: SpotConfig, config: ExtenderConfig) -> int:
