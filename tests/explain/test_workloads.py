@@ -112,7 +112,8 @@ def test_a_wukong_node_is_allowed_exactly_when_affinity_matches_and_no_anti_term
 
 MAX_LABEL = str(2**63 - 1)  # the largest integer a node label can hold (kube.nodes.label_int)
 EDGE_NODES: list[dict[str, Any]] = [{"metadata": {"name": name, "labels": labels}} for name, labels in (
-    ("bare", {}), ("low", {"load": "3"}), ("five", {"load": "5"}), ("six", {"load": "6"}), ("top", {"load": MAX_LABEL}))]
+    ("bare", {}), ("low", {"load": "3"}), ("five", {"load": "5"}), ("six", {"load": "6"}),
+    ("top", {"load": MAX_LABEL}))]
 
 
 def _wukong_vm(anti: dict[str, Any]) -> dict[str, Any]:

@@ -249,11 +249,12 @@ def wukong_pod_spec(obj: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
 
     ``nodeAffinity`` is node affinity; ``nodeAntiAffinity`` avoids every node a term matches,
     read as admission writes it for a pod (``kube.nodeterms``): each required term's negation
-    is ANDed into the required terms, each preferred one's becomes preferred terms; ``resourceAffinity`` is the node-label terms of the resource labeler
-    (``kube.resourcelabels``); the legacy
-    ``highAvailability.nodeSelector`` is a nodeSelector and ``antiAffinity: true`` required
-    hostname anti-affinity against pods with the VM's labels; ``schedulingPolicy`` gives
-    priority and preemptionPolicy; ``spec.cpu``/``spec.memory`` are the requests.
+    is ANDed into the required terms, each preferred one's becomes preferred terms;
+    ``resourceAffinity`` is the node-label terms of the resource labeler
+    (``kube.resourcelabels``); the legacy ``highAvailability.nodeSelector`` is a nodeSelector
+    and ``antiAffinity: true`` required hostname anti-affinity against pods with the VM's
+    labels; ``schedulingPolicy`` gives priority and preemptionPolicy; ``spec.cpu``/
+    ``spec.memory`` are the requests.
     """
     spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
