@@ -82,21 +82,27 @@ def not_synced(cache: ClusterCache) -> str:
 async def synced(cache: ClusterCache, stop: asyncio.Event, log: logging.Logger) -> bool:
     """Wait for the view's first lists however long it takes, saying every ``PATIENCE`` seconds
     what is missing; False when ``stop`` came first."""
+    listed = asyncio.ensure_future(_listed(cache))
     stopping = asyncio.ensure_future(stop.wait())
     try:
         while True:
-            syncing = asyncio.ensure_future(cache.wait_synced(PATIENCE))
-            await asyncio.wait({syncing, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({listed, stopping}, timeout=PATIENCE, return_when=asyncio.FIRST_COMPLETED)
             if stopping.done():
-                syncing.cancel()
-                await asyncio.gather(syncing, return_exceptions=True)
                 return False
-            if syncing.result():
+            if listed.done():
                 return True
             log.warning(f"waiting for the cluster view: {not_synced(cache)}", extra={"fields": {
                 name: s["last_error"] for name, s in cache.status().items() if not s["synced"]}})
     finally:
-        stopping.cancel()
+        # Plain waits, cancelled and awaited: nothing is left behind with an error to report.
+        for task in (listed, stopping):
+            task.cancel()
+        await asyncio.gather(listed, stopping, return_exceptions=True)
+
+
+async def _listed(cache: ClusterCache) -> None:
+    for informer in list(cache.informers.values()):
+        await informer.synced_event.wait()
 
 
 @dataclass(frozen=True)
