@@ -205,7 +205,11 @@ def _lists_every_requirement(term: Mapping[str, Any], other: Mapping[str, Any]) 
     """Whether ``term`` holds each requirement of ``other`` exactly as ``other`` writes it, so
     that it implies ``other``: a C-speed check before ``term_key``. The loader makes a policy's
     values text, and for text ``==`` tells what ``expr_key`` tells."""
-    return all(e in (term.get(part) or ()) for part in _PARTS for e in other.get(part) or ())
+    for part in _PARTS:
+        have = term.get(part) or []
+        if not isinstance(have, list) or any(e not in have for e in other.get(part) or ()):
+            return False  # an odd shape takes the long way, and fails there as it always did
+    return True
 
 
 _PARTS = ("matchExpressions", "matchFields")
