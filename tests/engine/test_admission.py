@@ -17,7 +17,7 @@ from tests.kit.policies import policy, policy_set
 from tests.kit.workloads import deployment
 from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP
 from webhook.engine import admission, placement, review, working
-from webhook.engine.merge import REQUIRED
+from webhook.kube.affinity import REQUIRED
 from webhook.kube.kinds import BUILTIN
 from webhook.policy.policyset import PolicySet
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from webhook.kube import nodeterms, resourcelabels
 from webhook.kube.capacity import capacity_requirement, provider
-from webhook.kube.nodeterms import Term, conjoin, dedupe, preferred_key, term_contradiction, term_key
+from webhook.kube.nodeterms import Term, conjoin, dedupe, preferred_key, term_contradiction
 from webhook.kube.objects import copy_json
 from webhook.kube.quantity import QuantityError
 from webhook.policy.policyset import Policy

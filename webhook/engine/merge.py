@@ -17,20 +17,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from webhook.engine.context import KEEP, MERGE, REPLACE, Context, PlacementError
-from webhook.engine.fragments import (
-    MAX_TERMS,
-    Term,
-    conjoin,
-    copy_json,
-    preferred_key,
-    term_key,
-)
+from webhook.engine.fragments import MAX_TERMS
 from webhook.kube import selectors
+from webhook.kube.affinity import PREFERRED, REQUIRED
 from webhook.kube.deployment import REVISION_KEY
-from webhook.kube.nodes import term_contradiction
-
-REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+from webhook.kube.nodeterms import Term, conjoin, preferred_key, term_contradiction, term_key
+from webhook.kube.objects import copy_json
 
 
 def mapping(container: Mapping[str, Any], key: str, *, where: str) -> dict[str, Any] | None:
@@ -218,7 +210,7 @@ _PARTS = ("matchExpressions", "matchFields")
 def warn_unsatisfiable(before: Sequence[Any], after: Sequence[Any], ctx: Context) -> None:
     """Say so when ANDing a policy's terms into the object's leaves terms that can match no
     node (the same key constrained to disjoint values, In with DoesNotExist, ...): the API
-    server accepts them, and the pods stay Pending (kube.nodes.term_contradiction)."""
+    server accepts them, and the pods stay Pending (kube.nodeterms.term_contradiction)."""
     dead = [(i, why) for i, term in enumerate(after)
             if isinstance(term, dict) and term not in before and (why := term_contradiction(term)) is not None]
     if not dead:

@@ -19,8 +19,9 @@ from typing import Any
 
 from webhook.cluster.view import ClusterView, NodeSet
 from webhook.engine.context import KEEP, REPLACE, Context
-from webhook.engine.merge import REQUIRED, ensure, mapping, scalar
+from webhook.engine.merge import ensure, mapping, scalar
 from webhook.kube import selectors
+from webhook.kube.affinity import REQUIRED
 from webhook.kube.deployment import API_DEFAULT, REVISION_KEY, resolve
 from webhook.kube.kinds import Target
 from webhook.kube.pointers import get_path

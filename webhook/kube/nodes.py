@@ -56,9 +56,3 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
         return True
     return op == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
 
-
-def term_contradiction(term: Mapping[str, Any]) -> str | None:
-    """``kube.nodeterms.term_contradiction``, for a caller not yet reading it from there."""
-    from webhook.kube import nodeterms  # nodeterms reads label_int from here
-
-    return nodeterms.term_contradiction(term)
