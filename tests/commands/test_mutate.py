@@ -98,6 +98,19 @@ def test_multi_document_yaml_prints_a_multi_document_stream_with_non_workloads_u
     assert re.search(f"^{note}$", err, re.MULTILINE), err
 
 
+def test_a_workload_its_controller_stamped_is_printed_unchanged_with_the_reason(
+    tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    owned = {**yaml.safe_load(DEPLOYMENT), "kind": "ReplicaSet"}
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "front",
+                                             "uid": "u-1", "controller": True}]
+    path = _write(tmp_path, "owned.yaml", yaml.safe_dump(owned))
+    code, out, err = _mutate(capsys, policies, "-f", str(path))
+    assert code == 0
+    assert yaml.safe_load(out) == owned
+    assert f"{path}:doc 1: ReplicaSet/default/web: left unchanged: owned by Deployment/front: placed through its owner" in err
+
+
 def test_json_output_of_one_object_is_the_object_and_of_several_a_v1_list(
     tmp_path: Path, policies: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -63,3 +63,25 @@ def pod_spec_of(obj: dict[str, Any]) -> dict[str, Any]:
 def required_terms(obj: dict[str, Any]) -> list[dict[str, Any]]:
     na = (pod_spec_of(obj).get("affinity") or {}).get("nodeAffinity") or {}
     return list((na.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
+
+
+def workload(
+    target: Target, name: str = "web", *, namespace: str = "prod", owner: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An object of ``target``'s kind with a one-container pod spec and ``app: <name>`` pod
+    labels at the kind's own paths; ``owner`` becomes its only ownerReference."""
+    obj: dict[str, Any] = {"apiVersion": target.api_version, "kind": target.kind,
+                           "metadata": {"name": name, "namespace": namespace}}
+    if owner is not None:
+        obj["metadata"]["ownerReferences"] = [owner]
+    if target.pod_spec is not None:
+        _put(obj, target.pod_spec, {"containers": [{"name": "app", "image": "nginx"}]})
+    _put(obj, target.pod_labels, {"app": name})
+    return obj
+
+
+def _put(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    container = obj
+    for key in path[:-1]:
+        container = container.setdefault(key, {})
+    container[path[-1]] = value

@@ -236,6 +236,18 @@ async def test_each_review_is_logged_as_one_json_line_with_the_spec_fields(
     assert 0 < line["durationMs"] < 10_000
 
 
+async def test_a_replicaset_its_deployment_owns_is_allowed_unchanged_and_counted_as_ignored(
+    client: Client, state: server.State
+) -> None:
+    replica_set = deployment("web-5d4f8c")
+    replica_set["kind"] = "ReplicaSet"
+    replica_set["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u-1", "controller": True}]
+    answer = await post_review(client, admission_review(replica_set))
+    assert answer["response"] == {"uid": answer["response"]["uid"], "allowed": True}
+    assert sample(state.metrics.registry, REQUESTS, {"kind": "ReplicaSet", "operation": "CREATE", "result": "ignored"}) == 1
+
+
 async def test_a_broken_policy_set_at_start_is_not_ready_and_admits_unchanged_with_a_warning(
     aiohttp_client: Callable[..., Awaitable[Client]], pki: Pki, tmp_path: Path
 ) -> None:

@@ -18,7 +18,8 @@ from webhook.engine import matching, patching, placement
 from webhook.engine.context import PlacementError
 from webhook.engine.review import Request
 from webhook.engine.working import record_applied, working_copy
-from webhook.kube.kinds import Target
+from webhook.kube.kinds import Target, Targets, split_api_version
+from webhook.kube.objects import controller_of
 from webhook.kube.pointers import get_path
 from webhook.kube.warnings import clip, clip_all
 from webhook.policy.policyset import Policy, PolicySet
@@ -91,7 +92,7 @@ def admit(
 def _admit(
     request: Request, policies: PolicySet, cluster: ClusterView | None, target: Target | None, steps: Steps
 ) -> Outcome:
-    ignored = _ignore_reason(request, target)
+    ignored = _ignore_reason(request, target) or _owned_reason(request.object, policies.targets)
     if ignored or target is None or request.object is None:
         return Outcome(object=request.object, patch=[], warnings=[], result="ignored", reason=ignored)
     if _skip_requested(request.object):
@@ -169,6 +170,25 @@ def _ignore_reason(request: Request, target: Target | None) -> str:
     if not isinstance(request.object, dict):
         return "the request carries no object"
     return ""
+
+
+def _owned_reason(obj: dict[str, Any] | None, targets: Targets) -> str:
+    """Why an object stamped from its controller's template is not placed again ("" when it is not).
+
+    The owner's admission placed that template. Mutating the copy again can make it differ
+    from the template (new policies since, a ``replace`` policy): the Deployment controller
+    then sees no ReplicaSet matching its template, creates another, which is mutated again, a
+    hot loop. Only owners of kinds the engine handles count, custom kinds declared in the
+    kinds configuration included: a third-party operator's objects were never placed.
+    """
+    ref = controller_of(obj)
+    if ref is None:
+        return ""
+    group, _version = split_api_version(str(ref.get("apiVersion") or ""))
+    kind = str(ref.get("kind") or "")
+    if targets.lookup(group, kind) is None:
+        return ""
+    return f"owned by {kind}/{ref.get('name') or ''}: placed through its owner"
 
 
 def _not_a_workload(request: Request) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-__all__ = ["by_kind", "copy_json", "describe", "flatten", "is_list", "kind_of", "meta"]
+__all__ = ["by_kind", "controller_of", "copy_json", "describe", "flatten", "is_list", "kind_of", "meta"]
 
 T = TypeVar("T")
 
@@ -13,6 +13,19 @@ def meta(obj: Mapping[str, Any] | None, key: str) -> Any:
     """``metadata.<key>`` of an object, or None."""
     metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
     return metadata.get(key) if isinstance(metadata, Mapping) else None
+
+
+def controller_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The ownerReference that names the object's managing controller, or None.
+
+    As ``metav1.GetControllerOfNoCopy`` (apimachinery/pkg/apis/meta/v1/controller_ref.go): the
+    first entry whose ``controller`` is true. The API server lets at most one entry say so
+    (``ValidateOwnerReferences``); entries that are not mappings are passed over.
+    """
+    refs = meta(obj, "ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    return next((ref for ref in refs if isinstance(ref, Mapping) and ref.get("controller") is True), None)
 
 
 def copy_json(value: Any) -> Any:
