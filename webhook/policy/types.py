@@ -119,29 +119,25 @@ def _quantity(value: Any) -> str:
     return text
 
 
+def _kube_name(check: Callable[[str], str | None], *, max_length: int) -> tuple[PlainValidator, WithJsonSchema]:
+    """The metadata of a Kubernetes name type: a string as written (no YAML number), passing ``check``."""
+    return (
+        PlainValidator(_strict_str(check)),
+        WithJsonSchema({"type": "string", "minLength": 1, "maxLength": max_length}),
+    )
+
+
 # YAML numbers are accepted where Kubernetes wants a string (they are quoted for you).
 _STRING = {"anyOf": [{"type": "string"}, {"type": "number"}]}
 
-LabelKey = Annotated[
-    str,
-    PlainValidator(_strict_str(names.qualified_name_error)),
-    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 317}),
-]
+LabelKey = Annotated[str, *_kube_name(names.qualified_name_error, max_length=317)]
 LabelValue = Annotated[
     str,
     PlainValidator(_checked(names.label_value_error)),
     WithJsonSchema({"anyOf": [{"type": "string", "maxLength": 63}, {"type": "number"}]}),
 ]
-DnsSubdomain = Annotated[
-    str,
-    PlainValidator(_strict_str(names.dns_subdomain_error)),
-    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 253}),
-]
-DnsLabel = Annotated[
-    str,
-    PlainValidator(_strict_str(names.dns_label_error)),
-    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 63}),
-]
+DnsSubdomain = Annotated[str, *_kube_name(names.dns_subdomain_error, max_length=253)]
+DnsLabel = Annotated[str, *_kube_name(names.dns_label_error, max_length=63)]
 # Values of matchFields (node names) are checked by their term, which knows the operator.
 FieldValue = Annotated[str, PlainValidator(_text), WithJsonSchema(_STRING)]
 Text = Annotated[str, PlainValidator(_text), WithJsonSchema(_STRING)]
