@@ -99,6 +99,18 @@ def test_inline_policies_are_loaded_like_policy_files(tmp_path: Path) -> None:
     assert suite_run.run([path]).results[0].passed
 
 
+def test_a_suite_sees_a_policy_that_refuses_the_skip_annotation_apply(tmp_path: Path) -> None:
+    import yaml
+
+    refusing = yaml.safe_load(SSD_POLICY.replace("name: ssd", "name: residency").replace("spec:", "spec:\n  allowSkip: false"))
+    path = write_suite(tmp_path, [
+        case("skip refused", {"applied": ["residency"], "result": "patched", "warnings": ["skip refused"]},
+             object=SKIPPED),
+    ], policies=[refusing])
+    [result] = suite_run.run([path]).results
+    assert result.passed, result
+
+
 def test_a_cluster_view_reaches_admission(tmp_path: Path) -> None:
     policy = SSD_POLICY.replace("kinds: [Deployment]", "kinds: [Deployment]\n    namespaceSelector: {matchLabels: {env: prod}}")
     cluster = {"namespaces": {"prod": {"env": "prod"}, "dev": {"env": "dev"}}}

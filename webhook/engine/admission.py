@@ -95,11 +95,13 @@ def _admit(
     ignored = _ignore_reason(request, target) or _owned_reason(request.object, policies.targets)
     if ignored or target is None or request.object is None:
         return Outcome(object=request.object, patch=[], warnings=[], result="ignored", reason=ignored)
-    if _skip_requested(request.object):
-        text = f"{ANNOTATION_SKIP}=true: placement policies skipped"
-        return Outcome(object=request.object, patch=[], warnings=[text], result="skipped", reason=text)
     namespace = matching.subject_namespace(request.object, request.namespace)
     candidates = matching.index_for(policies).candidates(target, namespace)
+    skip = _skip_requested(request.object)
+    if skip:  # the object opts out of every policy that allows it
+        candidates = tuple(p for p in candidates if not p.allow_skip)
+        if not candidates:
+            return _skipped(request.object)
     if not candidates:  # what a run over no policy would answer, without setting one up
         return Outcome(object=request.object, patch=[], warnings=[], result="unchanged")
     # Gatekeeper's rule: re-apply until the object stops changing, at most one pass more
@@ -108,14 +110,26 @@ def _admit(
     # converged object makes the second admission of the output an empty patch. A set with
     # no such policy is settled after one pass, and most sets are like that.
     settling = any(_reads_others_output(p) for p in candidates)
-    run = _Run(request=request, target=target, cluster=cluster, settling=settling, steps=steps)
-    if not settling:
+    run = _Run(request=request, target=target, cluster=cluster, settling=settling, steps=steps, skip=skip)
+    outcome = _settled(run, candidates)
+    if skip and not run.refused:  # no policy that refuses the skip selects the object
+        return _skipped(request.object, notes=outcome.warnings)
+    return _checked(outcome, request, target)
+
+
+def _settled(run: _Run, candidates: tuple[Policy, ...]) -> Outcome:
+    if not run.settling:
         run.run_pass(candidates)
-        return _checked(run.finish(), request, target)
+        return run.finish()
     for _ in range(len(candidates) + 1):
         if not run.run_pass(candidates):
-            return _checked(run.finish(), request, target)
+            return run.finish()
     return run.diverged()
+
+
+def _skipped(obj: dict[str, Any], *, notes: list[str] | None = None) -> Outcome:
+    text = f"{ANNOTATION_SKIP}=true: placement policies skipped"
+    return Outcome(object=obj, patch=[], warnings=clip_all([text, *(notes or ())]), result="skipped", reason=text)
 
 
 def _checked(outcome: Outcome, request: Request, target: Target) -> Outcome:
@@ -246,7 +260,8 @@ class _Run:
     """The state of one admission: the working copy and what each policy did to it."""
 
     def __init__(
-        self, *, request: Request, target: Target, cluster: ClusterView | None, settling: bool, steps: Steps
+        self, *, request: Request, target: Target, cluster: ClusterView | None, settling: bool, steps: Steps,
+        skip: bool = False,
     ) -> None:
         assert request.object is not None
         self.request, self.target, self.cluster, self.steps = request, target, cluster, steps
@@ -263,6 +278,10 @@ class _Run:
         self.changed_in_pass: list[str] = []
         self.patch: list[dict[str, Any]] = []  # original -> working, as of the last pass that changed it
         self.settling = settling  # whether another pass may follow (see _reads_others_output)
+        # The object asks to be skipped: only policies with allowSkip false run, and each one
+        # that selects it says it refused.
+        self.skip = skip
+        self.refused: set[str] = set()
         self._subject: matching.Subject | None = None
 
     def run_pass(self, candidates: tuple[Policy, ...]) -> bool:
@@ -318,6 +337,9 @@ class _Run:
             self.warnings.append(f"{policy.name}: {verdict.reason}")
         if not verdict.matched:
             return
+        if self.skip:
+            self.refused.add(policy.name)
+            self.warnings.append(f"{policy.name}: {ANNOTATION_SKIP} refused: the policy has allowSkip: false")
         if policy.enforcement == "audit":
             self._audit(policy)
         else:

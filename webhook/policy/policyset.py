@@ -19,8 +19,8 @@ class Policy:
     """One validated PlacementPolicy as plain data.
 
     ``spec`` is the policy's ``spec`` exactly as written (camelCase keys), validated, with
-    ``None`` values dropped and the defaults of ``order``, ``onConflict`` and ``enforcement``
-    filled in. The engine never sees pydantic models.
+    ``None`` values dropped and the defaults of ``order``, ``onConflict``, ``enforcement`` and
+    ``allowSkip`` filled in. The engine never sees pydantic models.
     """
 
     name: str
@@ -40,6 +40,12 @@ class Policy:
     @property
     def enforcement(self) -> str:
         return str(self.spec.get("enforcement", "patch"))
+
+    @property
+    def allow_skip(self) -> bool:
+        """Whether the object annotation ``placement.novasphere.dev/skip: "true"`` opts an
+        object out of this policy (``spec.allowSkip``, default true)."""
+        return self.spec.get("allowSkip", True) is not False
 
 
 @dataclass(frozen=True)
