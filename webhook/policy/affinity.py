@@ -4,7 +4,7 @@ whatever the engine writes from them is accepted by the API server.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Generic, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 from pydantic.alias_generators import to_camel
@@ -36,6 +36,10 @@ class Model(BaseModel):
     """Base of every policy model: camelCase fields, unknown fields rejected."""
 
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False)
+
+
+_Required = TypeVar("_Required", bound=BaseModel)
+_Preferred = TypeVar("_Preferred", bound=BaseModel)
 
 
 def _check_values(operator: str, values: list[str] | None, *, ordered: bool) -> None:
@@ -137,17 +141,21 @@ class PreferredNodeTerm(Model):
     preference: NodeTerm
 
 
-class NodeAffinity(Model):
-    """Nodes to run on: ``required`` terms are ORed, ``preferred`` terms add score."""
+class _Affinity(Model, Generic[_Required, _Preferred]):
+    """``required`` and ``preferred`` terms, as node and pod affinity both have them; one must be set."""
 
-    required: list[NodeTerm] | None = Field(None, min_length=1)
-    preferred: list[PreferredNodeTerm] | None = Field(None, min_length=1)
+    required: list[_Required] | None = Field(None, min_length=1)
+    preferred: list[_Preferred] | None = Field(None, min_length=1)
 
     @model_validator(mode="after")
-    def _something_set(self) -> NodeAffinity:
+    def _something_set(self) -> Self:
         if not self.required and not self.preferred:
             fail("set 'required' or 'preferred'")
         return self
+
+
+class NodeAffinity(_Affinity[NodeTerm, PreferredNodeTerm]):
+    """Nodes to run on: ``required`` terms are ORed, ``preferred`` terms add score."""
 
 
 class NodeAntiAffinity(NodeAffinity):
@@ -204,17 +212,8 @@ class WeightedPodAffinityTerm(Model):
     pod_affinity_term: PodAffinityTerm
 
 
-class PodAffinity(Model):
+class PodAffinity(_Affinity[PodAffinityTerm, WeightedPodAffinityTerm]):
     """Pod (anti-)affinity terms in Kubernetes' own shape."""
-
-    required: list[PodAffinityTerm] | None = Field(None, min_length=1)
-    preferred: list[WeightedPodAffinityTerm] | None = Field(None, min_length=1)
-
-    @model_validator(mode="after")
-    def _something_set(self) -> PodAffinity:
-        if not self.required and not self.preferred:
-            fail("set 'required' or 'preferred'")
-        return self
 
 
 class Toleration(Model):
