@@ -42,14 +42,14 @@ _Required = TypeVar("_Required", bound=BaseModel)
 _Preferred = TypeVar("_Preferred", bound=BaseModel)
 
 
-def _check_values(operator: str, values: list[str] | None, *, ordered: bool) -> None:
-    """The value-count rules Kubernetes applies to selector requirements."""
+def _check_values(operator: str, values: list[str] | None) -> None:
+    """The value-count rules Kubernetes applies to selector requirements (Gt and Lt: node ones only)."""
     count = len(values or ())
     if operator in ("In", "NotIn") and count == 0:
         fail(f"operator {operator} needs at least one value", at=["values"])
     if operator in ("Exists", "DoesNotExist") and values is not None:
         fail(f"operator {operator} takes no values; remove 'values'", at=["values"])
-    if ordered and operator in ("Gt", "Lt"):
+    if operator in ("Gt", "Lt"):
         if count != 1:
             fail(f"operator {operator} needs exactly one value, an integer", at=["values"])
         first = (values or [""])[0]
@@ -60,17 +60,23 @@ def _check_values(operator: str, values: list[str] | None, *, ordered: bool) -> 
                  at=["values", 0])
 
 
-class Requirement(Model):
-    """A label selector requirement (metav1.LabelSelectorRequirement)."""
+class _Requirement(Model):
+    """A selector requirement on labels; each kind names the operators it has."""
 
     key: LabelKey
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    operator: str
     values: list[LabelValue] | None = None
 
     @model_validator(mode="after")
-    def _values_fit_operator(self) -> Requirement:
-        _check_values(self.operator, self.values, ordered=False)
+    def _values_fit_operator(self) -> Self:
+        _check_values(self.operator, self.values)
         return self
+
+
+class Requirement(_Requirement):
+    """A label selector requirement (metav1.LabelSelectorRequirement)."""
+
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
 
 
 class LabelSelector(Model):
@@ -83,17 +89,10 @@ class LabelSelector(Model):
         return set(self.match_labels or ()) | {r.key for r in self.match_expressions or ()}
 
 
-class NodeRequirement(Model):
+class NodeRequirement(_Requirement):
     """A node selector requirement on node labels (``matchExpressions``)."""
 
-    key: LabelKey
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
-    values: list[LabelValue] | None = None
-
-    @model_validator(mode="after")
-    def _values_fit_operator(self) -> NodeRequirement:
-        _check_values(self.operator, self.values, ordered=True)
-        return self
 
 
 class FieldRequirement(Model):
