@@ -60,14 +60,6 @@ class PlacementVerdict:
         return len(self.items)
 
     @property
-    def placed(self) -> int:
-        return sum(1 for r in self.items if r.node is not None)
-
-    @property
-    def pending(self) -> int:
-        return len(self.items) - self.placed
-
-    @property
     def result(self) -> Result | None:
         """The first Pending replica's cycle (None when every replica placed)."""
         return next((r.result for r in self.items if r.node is None), None)
