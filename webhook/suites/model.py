@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import typing
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -120,26 +120,34 @@ def _compiles(pattern: str) -> str:
     return pattern
 
 
-class RolloutExpect(_Model):
+class _Expectations(_Model):
+    """A block of expectations: at least one of its ``EXPECTED`` (YAML names) must be given."""
+
+    EXPECTED: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _something_to_check(self) -> Self:
+        if all(getattr(self, _python_name(e)) is None for e in self.EXPECTED):
+            raise ValueError(f"give at least one of {', '.join(self.EXPECTED)}")
+        return self
+
+
+class RolloutExpect(_Expectations):
     """How the simulated rolling update (``explain --update``) must go."""
 
+    EXPECTED = ROLLOUT_EXPECTATIONS
     completes: StrictBool | None = None
     steps: NonNegativeInt | None = None
     min_available: NonNegativeInt | None = None
 
-    @model_validator(mode="after")
-    def _something_to_check(self) -> RolloutExpect:
-        if all(getattr(self, _python_name(e)) is None for e in ROLLOUT_EXPECTATIONS):
-            raise ValueError(f"give at least one of {', '.join(ROLLOUT_EXPECTATIONS)}")
-        return self
 
-
-class PlacementExpect(_Model):
+class PlacementExpect(_Expectations):
     """Where ``explain`` places the mutated object on the case's cluster state.
 
     ``replicas`` and ``update`` are the ``--replicas`` and ``--update``/``--no-update`` of
     ``explain``; the other fields are expectations, at least one of them given."""
 
+    EXPECTED = PLACEMENT_EXPECTATIONS
     schedules: StrictBool | None = None  # every replica places and any rollout completes
     placed: NonNegativeInt | None = None
     pending: NonNegativeInt | None = None
@@ -151,17 +159,16 @@ class PlacementExpect(_Model):
     update: StrictBool | None = None
 
     @model_validator(mode="after")
-    def _something_to_check(self) -> PlacementExpect:
-        if all(getattr(self, _python_name(e)) is None for e in PLACEMENT_EXPECTATIONS):
-            raise ValueError(f"give at least one of {', '.join(PLACEMENT_EXPECTATIONS)}")
+    def _rollout_is_simulated(self) -> PlacementExpect:
         if self.rollout is not None and self.update is False:
             raise ValueError("a rollout expectation needs the update simulated: drop update: false")
         return self
 
 
-class Expect(_Model):
+class Expect(_Expectations):
     """What the admission outcome must look like; every given expectation must hold."""
 
+    EXPECTED = EXPECTATIONS
     object: dict[str, Any] | None = None
     object_file: str | None = Field(default=None, min_length=1)
     patch: list[dict[str, Any]] | None = None
@@ -178,10 +185,7 @@ class Expect(_Model):
     @classmethod
     def _regexes_compile(cls, value: list[str] | None) -> list[str] | None:
         for pattern in value or ():
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
+            _compiles(pattern)
         return value
 
     @field_validator("absent")
@@ -193,11 +197,9 @@ class Expect(_Model):
         return value
 
     @model_validator(mode="after")
-    def _one_object_and_something_to_check(self) -> Expect:
+    def _one_object(self) -> Expect:
         if self.object is not None and self.object_file is not None:
             raise ValueError("give object or objectFile, not both")
-        if not any(getattr(self, _python_name(e)) is not None for e in EXPECTATIONS):
-            raise ValueError(f"give at least one of {', '.join(EXPECTATIONS)}")
         return self
 
 
