@@ -78,13 +78,16 @@ class ClusterCache:
 
     ``match_label_keys`` overrides what the server version implies (a cluster that changed the
     MatchLabelKeysInPodAffinity feature gate). ``page_size``, ``watch_timeout``, ``backoff`` and
-    ``min_watch_duration`` are passed to every informer (tests make them short).
+    ``min_watch_duration`` are passed to every informer (tests make them short). ``resources``
+    are the informers it starts with (the admission server without a cluster view watches
+    none of the view's, only what it ``add``s); the ``ClusterView`` methods need the defaults.
     """
 
     def __init__(self, client: Client, *, match_label_keys: bool | None = None, page_size: int = 500,
                  watch_timeout: float = 300.0, backoff: BackoffPolicy = REFLECTOR_BACKOFF,
                  min_watch_duration: float = 1.0, version_timeout: float = 10.0,
-                 projections: Mapping[str, Projection] | None = None) -> None:
+                 projections: Mapping[str, Projection] | None = None,
+                 resources: Mapping[str, tuple[str, Projection]] = RESOURCES) -> None:
         self.client = client
         self.match_label_keys_override = match_label_keys
         self.server_version: tuple[int, int] | None = None
@@ -96,7 +99,7 @@ class ClusterCache:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._nodes: tuple[int, tuple[Mapping[str, Any], ...]] = (-1, ())
         self._pods: PodsByNode | None = None
-        for name, (path, project) in RESOURCES.items():
+        for name, (path, project) in resources.items():
             # ``projections`` replaces a resource's projection (a command that reads more of it).
             self.add(name, path, (projections or {}).get(name, project))
 

@@ -381,3 +381,26 @@ async def read_once(where: ClusterConfig, *, timeout: float = 30.0, scheduling: 
         if reading.cache is not None:
             await reading.cache.stop()
         await client.close()
+
+
+async def list_once(where: ClusterConfig, path: str, *, timeout: float = 30.0, missing: str = "") -> list[Any] | str:
+    """The items of one resource, listed once (in pages, as ``kubectl get`` lists): ``mutate``,
+    ``explain``, ``lint`` and ``test`` read the cluster's PlacementPolicies so. A ``str`` is a
+    one-line message naming the API server and the cause: a ``Refused`` when waiting cannot help
+    (``client.final``; a 404, the resource not served, is said with ``missing`` when given)."""
+    client = Client(where, request_timeout=timeout + REQUEST_GRACE, log_failures=False)
+    items: list[Any] = []
+    try:
+        async with asyncio.timeout(timeout):
+            async for page in client.list_pages(path):
+                items.extend(page.get("items") or ())
+    except TimeoutError:
+        return f"could not list {path} at {where.host} within {timeout:g} s"
+    except Exception as exc:  # noqa: BLE001 - said in one line, as kubectl says it
+        said = describe(exc, where.host)
+        if missing and getattr(exc, "status", None) == 404:
+            said = f"{said} ({missing})"
+        return Refused(said) if final(exc) else said
+    finally:
+        await client.close()
+    return items

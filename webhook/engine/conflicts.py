@@ -13,21 +13,36 @@ from webhook.policy.lint import finding
 from webhook.policy.loader import Loaded
 from webhook.policy.policyset import Policy
 
-__all__ = ["findings"]
+__all__ = ["contradictions", "findings", "uncompilable"]
 
 REQUIRED_PATH = ("spec", "placement")
 
 
-def findings(loaded: Loaded) -> list[LoadError]:
-    """Policies that cannot be compiled, and pairs whose required node affinity contradicts."""
+def findings(loaded: Loaded, *, only: str | None = None) -> list[LoadError]:
+    """Policies that cannot be compiled, and pairs whose required node affinity contradicts
+    (``only``: the findings about the policy of that name, and the pairs it is in)."""
+    return uncompilable(loaded, only=only) + contradictions(loaded, only=only)
+
+
+def uncompilable(loaded: Loaded, *, only: str | None = None) -> list[LoadError]:
+    """Policies (``only``: the one of that name) whose placement cannot be compiled: they can never apply."""
     found: list[LoadError] = []
-    enforcing = [p for p in loaded.policies if p.enforcement == "patch"]
     for p in loaded.policies:
-        error = fragments.compiled(p).error
+        error = fragments.compiled(p).error if only in (None, p.name) else None
         if error:
             found.append(finding(loaded, p, REQUIRED_PATH, f"the policy can never apply: {error}"))
+    return found
+
+
+def contradictions(loaded: Loaded, *, only: str | None = None) -> list[LoadError]:
+    """Pairs of policies (``only``: the pairs the one of that name is in) that can select the
+    same objects and whose required node affinities, ANDed, match no node."""
+    found: list[LoadError] = []
+    enforcing = [p for p in loaded.policies if p.enforcement == "patch"]
     for i, later in enumerate(enforcing):
         for earlier in enforcing[:i]:
+            if only is not None and only not in (earlier.name, later.name):
+                continue
             why = _contradiction(earlier, later)
             if why and overlap.can_overlap(earlier, later, targets=loaded.policies.targets):
                 message = (f"together with policy {earlier.name!r} ({earlier.source}), which can select the same "

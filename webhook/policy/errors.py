@@ -20,7 +20,7 @@ from pydantic.fields import FieldInfo
 from webhook.files.documents import Document
 from webhook.policy.model import PlacementPolicy
 
-__all__ = ["LoadError", "did_you_mean", "format_path", "from_validation"]
+__all__ = ["LoadError", "did_you_mean", "format_path", "from_validation", "located"]
 
 PathT = tuple[str | int, ...]
 _SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -36,8 +36,14 @@ class LoadError:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line > 0 else self.file
+        where = located(self.file, self.line)
         return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+
+
+def located(file: str, line: int) -> str:
+    """``file:line``, or ``file`` alone when no line is to blame (0: a policy read from the
+    cluster, ``cluster:PlacementPolicy/<name>``, has no lines)."""
+    return f"{file}:{line}" if line > 0 else file
 
 
 def format_path(path: Sequence[str | int]) -> str:

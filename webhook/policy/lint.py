@@ -10,11 +10,11 @@ from collections.abc import Iterator, Sequence
 
 from webhook.kube.kinds import Targets
 from webhook.policy import overlap
-from webhook.policy.errors import LoadError, format_path
+from webhook.policy.errors import LoadError, format_path, located
 from webhook.policy.loader import Loaded
 from webhook.policy.policyset import Policy
 
-__all__ = ["findings"]
+__all__ = ["conflicts", "findings", "never_applies"]
 
 SCALAR_FIELDS = ("priorityClassName", "schedulerName", "preemptionPolicy")
 ACTIONS = ("placement", "scheduling", "rollout", "vm")
@@ -28,6 +28,17 @@ def findings(loaded: Loaded) -> list[LoadError]:
     return sorted(set(found), key=lambda e: (e.file, e.line, e.field, e.message))
 
 
+def conflicts(loaded: Loaded, name: str) -> list[LoadError]:
+    """lint's conflicts between the policy ``name`` and the others (the validating webhook asks
+    this of a policy being applied, against the set in force)."""
+    return _conflicts(loaded, only=name)
+
+
+def never_applies(loaded: Loaded, name: str) -> list[LoadError]:
+    """lint's findings about the policy ``name`` alone: parts of it that can never apply."""
+    return [f for p in loaded.policies if p.name == name for f in _never_applies(p, loaded)]
+
+
 def locate(loaded: Loaded, p: Policy, *path: str | int) -> tuple[str, int, str]:
     doc, base = loaded.sources[p.name], loaded.bases[p.name]
     full = base + tuple(path)
@@ -39,8 +50,9 @@ def finding(loaded: Loaded, p: Policy, path: Sequence[str | int], message: str) 
     return LoadError(file, line, field, message)
 
 
-def _conflicts(loaded: Loaded) -> list[LoadError]:
-    """Pairs of policies that can select one object and set a scalar field differently."""
+def _conflicts(loaded: Loaded, *, only: str | None = None) -> list[LoadError]:
+    """Pairs of policies that can select one object and set a scalar field differently
+    (``only``: the pairs the policy of that name is in)."""
     targets = loaded.policies.targets
     out: list[LoadError] = []
     for field in SCALAR_FIELDS:
@@ -52,6 +64,8 @@ def _conflicts(loaded: Loaded) -> list[LoadError]:
         for i, later in enumerate(setters):
             mine = later.spec["scheduling"][field]
             for earlier in setters[:i]:
+                if only is not None and only not in (earlier.name, later.name):
+                    continue
                 theirs = earlier.spec["scheduling"][field]
                 if theirs != mine and overlap.can_overlap(earlier, later, targets=targets):
                     out.append(_conflict(loaded, earlier, later, field))
@@ -62,7 +76,7 @@ def _conflict(loaded: Loaded, earlier: Policy, later: Policy, field: str) -> Loa
     theirs = earlier.spec["scheduling"][field]
     file, line, _ = locate(loaded, earlier, "spec", "scheduling", field)
     message = (
-        f"conflicts with policy {earlier.name!r} ({file}:{line}), which sets {theirs!r} "
+        f"conflicts with policy {earlier.name!r} ({located(file, line)}), which sets {theirs!r} "
         "for objects both can select; which value wins depends on order and onConflict"
     )
     return finding(loaded, later, ("spec", "scheduling", field), message)

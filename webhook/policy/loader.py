@@ -18,7 +18,7 @@ from webhook import API_VERSION, POLICY_KIND
 from webhook.files import documents, walk
 from webhook.files.documents import Document
 from webhook.kube.kinds import BUILTIN, Target, Targets
-from webhook.policy.errors import LoadError, did_you_mean, format_path, from_validation
+from webhook.policy.errors import LoadError, did_you_mean, format_path, from_validation, located
 from webhook.policy.model import PlacementPolicy
 from webhook.policy.policyset import Policy, PolicySet
 
@@ -30,6 +30,7 @@ __all__ = [
     "format_path",
     "load",
     "load_documents",
+    "load_documents_with_sources",
     "load_with_sources",
     "policy_files",
 ]
@@ -129,6 +130,11 @@ def load_documents(docs: Iterable[Document], *, targets: Targets = BUILTIN) -> P
     return _build(docs, targets=targets, errors=[]).policies
 
 
+def load_documents_with_sources(docs: Iterable[Document], *, targets: Targets = BUILTIN) -> Loaded:
+    """Like :func:`load_documents`, also returning where each policy came from."""
+    return _build(docs, targets=targets, errors=[])
+
+
 def _build(docs: Iterable[Document], *, targets: Targets, errors: list[LoadError]) -> Loaded:
     policies: list[Policy] = []
     sources: dict[str, Document] = {}
@@ -188,7 +194,7 @@ def _validate(
     return Policy(
         name=model.metadata.name,
         spec=spec,
-        source=f"{doc.file}:{doc.line_of(base)}",
+        source=located(doc.file, doc.line_of(base)),
         order=int(spec.get("order", 0)),
         targets=targets,
     )
@@ -261,7 +267,7 @@ def _duplicate(
     name: str, doc: Document, base: tuple[str | int, ...], first: Document, first_base: tuple[str | int, ...]
 ) -> LoadError:
     path = base + ("metadata", "name")
-    where = f"{first.file}:{first.line_of(first_base + ('metadata', 'name'))}"
+    where = located(first.file, first.line_of(first_base + ("metadata", "name")))
     return LoadError(
         doc.file, doc.line_of(path), format_path(path), f"duplicate policy name {name!r}; also defined at {where}"
     )

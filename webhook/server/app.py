@@ -12,24 +12,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 if TYPE_CHECKING:
     from webhook.cluster.cache import ClusterCache
+    from webhook.policy.sources import Assembled
+    from webhook.server.status import StatusWriter
 
 from webhook import codec
 from webhook.cluster.view import ClusterView
 from webhook.engine import admission, review
+from webhook.policy import crd
 from webhook.policy.policyset import PolicySet
 from webhook.runtime import errors, reload, run, sync
 from webhook.runtime.run import Context
 from webhook.runtime.tls import CertificateSource
+from webhook.server import policies as policy_sources
+from webhook.server import validation
 from webhook.server.config import ServerConfig
 from webhook.server.metrics import CONTENT_TYPE, RESULT_INVALID, Metrics
-from webhook.server.reload import PolicySource
+from webhook.server.policies import PolicySources
 
 log = logging.getLogger(__name__)
 # The logger of per-review lines.
@@ -38,6 +43,8 @@ review_log = logging.getLogger(REVIEW_LOGGER)
 
 # An UPDATE review carries object and oldObject, each up to the API server's 3 MiB.
 MAX_BODY = 7 * 1024 * 1024
+# The validating webhook of PlacementPolicies (server/validation.py).
+VALIDATE_POLICY = "/validate-policy"
 
 
 class State:
@@ -46,7 +53,11 @@ class State:
     def __init__(self, config: ServerConfig, *, metrics: Metrics | None = None) -> None:
         self.config = config
         self.certs = CertificateSource(cert_file=config.tls_cert, key_file=config.tls_key, client_ca=config.client_ca)
-        self.policies = PolicySource(config.policies, targets=config.targets)
+        self.policies = PolicySources(config.policies, sources=config.policies_from, targets=config.targets)
+        # One assembly at a time, whether files or objects changed.
+        self.assembling = asyncio.Lock()
+        self.object_changes = asyncio.Event()  # a PlacementPolicy's definition changed
+        self.status: StatusWriter | None = None  # the status writer, with policies from the cluster
         self.metrics = metrics if metrics is not None else Metrics()
         self.shutting_down = False
         # Reviews being read or answered (requests are unhashable): id -> their connection.
@@ -79,17 +90,29 @@ class State:
         if not self.certs.ready:
             reasons.append("no valid serving certificate loaded")
         if not self.policies.ready:
-            reasons.append("no valid policy set loaded")
+            reasons.append(self._no_policies())
         if self.shutting_down:
             reasons.append("shutting down")
         return reasons
+
+    def _no_policies(self) -> str:
+        files = self.policies.files
+        if files is not None and files.loaded is None:
+            return "no valid policy set loaded"
+        informer = self.cache.informers.get(policy_sources.INFORMER) if self.cache is not None else None
+        cause = f" ({informer.last_error})" if informer is not None and informer.last_error else ""
+        if informer is not None and getattr(informer.last_exception, "status", None) == 404:
+            cause = f" (404: the API server does not serve {crd.NAME}: is its CustomResourceDefinition installed?)"
+        return f"the cluster's PlacementPolicies not listed yet{cause}"
 
     def cluster_view(self) -> ClusterView | None:
         """The cluster view admission may use: the cache while it is synced and has heard from
         the API server within the bound, else None (the checks that need it are skipped with
         a note). Memory only: admission never waits on the API server."""
         cache = self.cache
-        return cache if cache is not None and cache.fresh(self.config.cluster_view_max_age) else None
+        if cache is None or not self.config.cluster_view:
+            return None
+        return cache if cache.fresh(self.config.cluster_view_max_age) else None
 
     def policy_set(self) -> PolicySet:
         current = self.policies.policies
@@ -111,29 +134,64 @@ class State:
             log.error("serving certificate not loaded, none is serving", extra={"fields": {"error": self.certs.last_error}})
 
     async def reload_policies(self) -> None:
-        """Poll the policy files once (in a thread: a large set takes a while to validate)."""
-        result = await asyncio.to_thread(self.policies.poll)
-        if result is None:
+        """Poll the policy files once (in a thread: a large set takes a while to validate), and
+        assemble the set again when they changed."""
+        if self.policies.files is None:
             return
-        self.metrics.policy_reloads.labels("success" if result else "failure").inc()
-        current = self.policies.policies
-        if result and current is not None:
-            self.metrics.policies_loaded.set(len(current))
-            log.info("policy set loaded", extra={"fields": {"policies": len(current), "digest": current.digest()}})
-        elif current is not None:
-            log.error("policy change rejected, the previous set keeps serving", extra={"fields": {"errors": self.policies.errors[:50]}})
-        else:  # nothing loaded yet: there is no previous set, and the server is not ready
-            log.error("policy set not loaded, no set is serving", extra={"fields": {"errors": self.policies.errors[:50]}})
+        async with self.assembling:
+            result = await asyncio.to_thread(self.policies.poll_files)
+            if result is None:
+                return
+            self.metrics.policy_reloads.labels("success" if result else "failure").inc()
+            if result and self._objects_ready():
+                self._published(await asyncio.to_thread(self.policies.assemble, None))
+            elif not result and self.policies.files.loaded is not None:
+                log.error("policy change rejected, the previous set keeps serving", extra={"fields": {"errors": self.policies.errors[:50]}})
+            elif not result:  # nothing loaded yet: there is no previous set, and the server is not ready
+                log.error("policy set not loaded, no set is serving", extra={"fields": {"errors": self.policies.errors[:50]}})
 
+    def _objects_ready(self) -> bool:
+        return not self.policies.cluster or self.policies.objects_listed
+
+    async def assemble_objects(self) -> None:
+        """Assemble the set again from the cluster's PlacementPolicies as the informer holds them."""
+        informer = self.cache.informers[policy_sources.INFORMER] if self.cache is not None else None
+        if informer is None or not informer.synced:
+            return
+        async with self.assembling:
+            objects = informer.values()  # a snapshot, taken on the loop
+            assembled = await asyncio.to_thread(self.policies.assemble, objects)
+            self.policies.objects_listed = True
+            self._published(assembled)
+
+    def _published(self, assembled: Assembled) -> None:
+        """Serve ``assembled``; say what it is: its size and digest, and each definition newly left out."""
+        previous = self.policies.left_out()
+        self.policies.publish(assembled)
+        current = assembled.policies
+        self.metrics.policies_loaded.set(len(current))
+        self.metrics.policies_left_out.set(len(assembled.left_out))
+        log.info("policy set loaded", extra={"fields": {"policies": len(current), "digest": current.digest(),
+                                                        "leftOut": sorted(assembled.left_out)}})
+        for name, left in sorted(assembled.left_out.items()):
+            if previous.get(name) != left:
+                first = left.errors[0] if left.errors else None
+                said = f": {first.field}: {first.message}" if first is not None and first.field else ""
+                log.error(f"PlacementPolicy {name} is not in force ({left.reason}){said}",
+                          extra={"fields": {"policy": name, "reason": left.reason, "errors": [str(e) for e in left.errors][:50]}})
+        if self.status is not None:
+            self.status.wake.set()
 
 STATE = web.AppKey("state", State)
 
 
 def make_app(state: State) -> web.Application:
-    """The TLS application: ``POST /mutate``, ``GET /healthz``, ``GET /readyz``, and the reloaders."""
+    """The TLS application: ``POST /mutate``, ``POST /validate-policy``, ``GET /healthz``,
+    ``GET /readyz``, and the reloaders."""
     app = errors.install(web.Application(client_max_size=MAX_BODY))
     app[STATE] = state
-    app.add_routes([web.post("/mutate", mutate), web.get("/healthz", healthz), web.get("/readyz", readyz)])
+    app.add_routes([web.post("/mutate", mutate), web.post(VALIDATE_POLICY, validate_policy),
+                    web.get("/healthz", healthz), web.get("/readyz", readyz)])
     app.cleanup_ctx.extend(reloaders(state))
     app.cleanup_ctx.append(cluster_view)
     return app
@@ -159,21 +217,72 @@ def reloaders(state: State) -> list[Context]:
 
 
 async def cluster_view(app: web.Application) -> AsyncIterator[None]:
-    """Watch the cluster while serving, when configured. Started, not awaited: the server is
-    ready without it (readiness never depends on the control plane), and admission uses it
-    only once it is synced (``State.cluster_view``)."""
+    """Watch the cluster while serving, when configured: the view's resources and, with policies
+    from the cluster, the PlacementPolicy objects (assembled into the set after each burst of
+    changes; their status written by the holder of the Lease). Started, not awaited: readiness
+    never waits for the view (admission uses it only once it is synced, ``State.cluster_view``),
+    only for the first list of PlacementPolicies when the set is made of them."""
     state = app[STATE]
-    if state.config.cluster is None:
+    config = state.config
+    if config.cluster is None:
         yield
         return
-    from webhook.cluster.cache import ClusterCache
+    from webhook.cluster.cache import RESOURCES, ClusterCache
     from webhook.cluster.client import Client
 
-    state.cache = ClusterCache(Client(state.config.cluster), match_label_keys=state.config.match_label_keys)
+    state.cache = ClusterCache(Client(config.cluster), match_label_keys=config.match_label_keys,
+                               resources=RESOURCES if config.cluster_view else {})
+    tasks = _watch_policies(state, state.cache) if state.policies.cluster else []
     state.metrics.watch_cluster(state.cache.status)
-    async with sync.watched(state.cache):
-        log.info("cluster view started", extra={"fields": {"server": state.config.cluster.host}})
-        yield
+    try:
+        async with sync.watched(state.cache):
+            log.info("cluster view started", extra={"fields": {
+                "server": config.cluster.host, "view": config.cluster_view, "policies": state.policies.cluster}})
+            started = [asyncio.create_task(work, name=name) for name, work in tasks]
+            try:
+                yield
+            finally:
+                for task in started:
+                    task.cancel()
+                await asyncio.gather(*started, return_exceptions=True)
+    finally:
+        for _, work in tasks:
+            work.close()  # a coroutine that never started (closing a finished one does nothing)
+
+
+def _watch_policies(state: State, cache: ClusterCache) -> list[tuple[str, Coroutine[Any, Any, None]]]:
+    """The PlacementPolicy informer in ``cache``, and the work it feeds: the assembly after each
+    burst of definition changes, and the status writer under the Lease."""
+    from webhook.runtime.leader import LeaderElectionConfig, default_identity
+    from webhook.server import status
+
+    config = state.config
+    informer = cache.add(policy_sources.INFORMER, policy_sources.PATH, policy_sources.project)
+    writer = status.StatusWriter(cache.client, state.policies, informer,
+                                 on_write=lambda result: state.metrics.policy_status_writes.labels(result).inc())
+    state.status = writer
+
+    def changed(key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        if policy_sources.definition_changed(old, new):
+            state.object_changes.set()
+        else:
+            writer.status_changed(key, new)
+
+    informer.add_handler(changed)
+
+    async def assemble() -> None:
+        await informer.synced_event.wait()
+        state.object_changes.clear()  # the first list's objects, all in the assembly below
+        await state.assemble_objects()  # the first list, which may hold no object at all
+        await policy_sources.follow(state.object_changes, state.assemble_objects)
+
+    from webhook.cluster import config as cluster_config
+
+    lease = LeaderElectionConfig(
+        namespace=config.lease_namespace or cluster_config.pod_namespace() or "default", name=config.lease_name,
+        identity=default_identity(), field_manager=status.FIELD_MANAGER)
+    return [("policy-assembler", assemble()),
+            ("policy-status", status.lead(writer, lease, interval=config.status_interval))]
 
 
 # --- handlers ---------------------------------------------------------------------------------
@@ -209,6 +318,8 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
     except review.BadReview as exc:
         return _reject(state, started, 400, str(exc))
     outcome = admission.admit(req, policies=state.policy_set(), cluster=state.cluster_view())
+    if outcome.applied and not req.dry_run:  # a dry run changes nothing stored
+        state.policies.count(outcome.applied)
     patch = codec.dumps(outcome.patch) if outcome.patch else b""
     answer = review.respond(req, patch=patch, warnings=outcome.warnings)
     seconds = time.perf_counter() - started
@@ -254,6 +365,40 @@ def _reject(state: State, started: float, status: int, message: str) -> web.Resp
     state.metrics.observe_review(kind="", operation="", result=RESULT_INVALID, seconds=time.perf_counter() - started)
     review_log.warning("review rejected", extra={"fields": {"status": status, "error": message}})
     return errors.error_response(status, message)
+
+
+async def validate_policy(request: web.Request) -> web.Response:
+    """The validating webhook of PlacementPolicies: lint's verdict on the policy being applied,
+    against the set in force (``validation``). Bad input is a 4xx, like ``/mutate``'s."""
+    state = request.app[STATE]
+    state.begin(request)
+    try:
+        body = await _body(request)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            req = review.parse(body)
+        except review.BadReview as exc:
+            return errors.error_response(400, str(exc))
+        verdict = validation.check(req, state.policies.assembled, targets=state.config.targets)
+        review_log.info("policy review", extra={"fields": validation.log_fields(req, verdict)})
+        return web.Response(body=codec.dumps(validation.answer(req, verdict)), content_type="application/json")
+    finally:
+        state.end(request)
+
+
+async def _body(request: web.Request) -> bytes | web.Response:
+    """The body of a review, or the 4xx answer to a request that has none to read."""
+    if request.content_type != "application/json":
+        return errors.error_response(415, f"Content-Type must be application/json, not {request.content_type!r}")
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        return errors.error_response(413, f"body of {request.content_length} bytes is over the {MAX_BODY}-byte limit")
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return errors.error_response(413, f"body is over the {MAX_BODY}-byte limit")
+    except web.RequestPayloadError as exc:
+        return errors.error_response(400, f"body could not be read: {errors.payload_problem(exc)}")
 
 
 async def healthz(request: web.Request) -> web.Response:

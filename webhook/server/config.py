@@ -14,7 +14,7 @@ from webhook.runtime.reload import DEFAULT_INTERVAL
 class ServerConfig:
     """Everything the server needs to run."""
 
-    policies: tuple[Path, ...]
+    policies: tuple[Path, ...]  # policy files and folders (read with policies_from "files")
     tls_cert: Path
     tls_key: Path
     client_ca: Path | None = None
@@ -24,9 +24,19 @@ class ServerConfig:
     shutdown_grace: float = 30.0
     reload_interval: float = DEFAULT_INTERVAL
     targets: Targets = field(default=BUILTIN, repr=False)
-    # Where the cluster view reads from (the serve command resolves --cluster-view, --kubeconfig
-    # and --context into it); None: no cluster view.
+    # Where the cluster is (the serve command resolves --cluster-view, --policies-from, --kubeconfig
+    # and --context into it); None: the server reads nothing from a cluster.
     cluster: ClusterConfig | None = field(default=None, repr=False)
+    # With a cluster: watch its nodes, namespaces and priority classes for admission (the view).
+    cluster_view: bool = True
+    # Where the policies come from: "files" (``policies``), "cluster" (PlacementPolicy objects), or both.
+    policies_from: tuple[str, ...] = ("files",)
+    # The Lease whose holder writes the PlacementPolicy objects' status (policies from the cluster);
+    # its namespace None: the pod's own, else "default".
+    lease_name: str = "placement-webhook"
+    lease_namespace: str | None = None
+    # Seconds between the status writer's passes (the changed-object counts are written at this pace).
+    status_interval: float = 10.0
     # After this long without an open watch or word from the API server the view counts as
     # unknown, and the checks that need it are skipped with a note (admission never waits).
     cluster_view_max_age: float = 120.0

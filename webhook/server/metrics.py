@@ -57,6 +57,17 @@ class Metrics:
         self.policies_loaded = Gauge(
             f"{PREFIX}_policies_loaded", "Policies in the set currently serving.", registry=r
         )
+        self.policies_left_out = Gauge(
+            f"{PREFIX}_policies_left_out",
+            "PlacementPolicy objects not in force: refused by the loader, or a name a policy file defines too.",
+            registry=r,
+        )
+        self.policy_status_writes = Counter(
+            f"{PREFIX}_policy_status_writes",
+            "Writes of PlacementPolicy status by this replica (while it holds the Lease), by result.",
+            ["result"],
+            registry=r,
+        )
         self.policy_reloads = Counter(
             f"{PREFIX}_policy_reloads",
             "Policy set loads from disk, by result (success or failure).",

@@ -23,6 +23,7 @@ class PolicySource:
     def __init__(self, paths: Iterable[str | Path], *, targets: Targets = BUILTIN) -> None:
         self.paths = [Path(p) for p in paths]
         self.targets = targets
+        self.loaded: loader.Loaded | None = None  # the set in force and where each policy came from
         self.policies: PolicySet | None = None  # None until a load succeeds
         self.errors: list[str] = []  # of the last failed load; empty once a load succeeds
         self._digest: str | None = None  # of the files behind ``policies``
@@ -44,7 +45,7 @@ class PolicySource:
         if digest == self._failed:
             return None
         try:
-            policies = loader.load(self.paths, targets=self.targets)
+            loaded = loader.load_with_sources(self.paths, targets=self.targets)
         except loader.PolicyLoadError as exc:
             return self._fail(digest, [str(e) for e in exc.errors] or [str(exc)])
         except OSError as exc:
@@ -52,7 +53,8 @@ class PolicySource:
         if self.digest() != digest:
             # Files changed while they were read: the set may mix old and new files.
             return None
-        self.policies, self._digest, self._failed, self.errors = policies, digest, None, []
+        self.loaded, self.policies = loaded, loaded.policies
+        self._digest, self._failed, self.errors = digest, None, []
         return True
 
     def _fail(self, digest: str, errors: list[str]) -> bool:

@@ -17,7 +17,8 @@ the disruption controller), ``graceful_pod_deletion`` (scheduled pods terminate 
 ``finish_pod_termination``), ``namespace_controller`` (a deleted namespace's content is removed at
 once), ``bookmark_interval``, ``watch_timeout``, ``history`` (events kept per resource),
 ``page_size`` (force paging), ``seed`` (default namespaces and system priority classes),
-``record_requests``, ``pdb_deletion_timeout``.
+``record_requests``, ``pdb_deletion_timeout``, ``placement_policies`` (serve the PlacementPolicy
+custom resource, as if the chart's CRD were installed).
 Set ``server.latency`` (seconds) to answer every request that much later: a network's round trip.
 
 Known differences from a real kube-apiserver:

@@ -81,11 +81,16 @@ STATEFULSETS = Resource("apps", "statefulsets", "statefulset", "StatefulSet", Tr
                         status=True, generation=True)
 DAEMONSETS = Resource("apps", "daemonsets", "daemonset", "DaemonSet", True, ("ds",), ("all",),
                       status=True, generation=True)
+# The chart's CustomResourceDefinition (webhook/policy/crd.py): cluster-scoped, with a status
+# subresource; a custom resource's generation starts at 1 and moves with every change but its
+# metadata and status (apiextensions-apiserver customResourceStrategy.PrepareForUpdate).
+PLACEMENT_POLICIES = Resource("placement.novasphere.dev", "placementpolicies", "placementpolicy", "PlacementPolicy",
+                              False, ("pp",), status=True, generation=True)
 NODE_METRICS = Resource("metrics.k8s.io", "nodes", "", "NodeMetrics", False, verbs=("get", "list"))
 POD_METRICS = Resource("metrics.k8s.io", "pods", "", "PodMetrics", True, verbs=("get", "list"))
 
 ALL_STORED = (PODS, NODES, NAMESPACES, EVENTS, PRIORITY_CLASSES, LEASES, PDBS, DEPLOYMENTS, REPLICASETS,
-              STATEFULSETS, DAEMONSETS)
+              STATEFULSETS, DAEMONSETS, PLACEMENT_POLICIES)
 BY_STORAGE = {r.storage_key: r for r in ALL_STORED}
 
 
@@ -106,6 +111,7 @@ class ServedApi:
 
     minor: int
     metrics: bool = False
+    placement_policies: bool = False  # the PlacementPolicy CRD is installed
     group_versions: list[GroupVersion] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -123,6 +129,8 @@ class ServedApi:
             gvs.append(GroupVersion("policy", "v1beta1", (PDBS,)))
         if self.metrics:
             gvs.append(GroupVersion("metrics.k8s.io", "v1beta1", (NODE_METRICS, POD_METRICS)))
+        if self.placement_policies:
+            gvs.append(GroupVersion("placement.novasphere.dev", "v1alpha1", (PLACEMENT_POLICIES,)))
         self.group_versions = gvs
 
     def find(self, group: str, version: str) -> GroupVersion | None:

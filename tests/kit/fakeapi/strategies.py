@@ -33,8 +33,15 @@ def pod_generation(minor: int) -> bool:
     return minor >= 33
 
 
+# Custom resources with a status subresource (apiextensions-apiserver customResourceStrategy):
+# create drops the status; update keeps the old status and bumps the generation when anything
+# but metadata and status changed; a status update changes the status alone.
+CUSTOM_WITH_STATUS = ("PlacementPolicy",)
+
+
 def has_generation(kind: str, minor: int) -> bool:
-    return kind in ("PodDisruptionBudget", "Deployment", "ReplicaSet") or (kind == "Pod" and pod_generation(minor))
+    return (kind in ("PodDisruptionBudget", "Deployment", "ReplicaSet", *CUSTOM_WITH_STATUS)
+            or (kind == "Pod" and pod_generation(minor)))
 
 
 def _dict(value: Any) -> JSON:
@@ -81,6 +88,8 @@ def prepare_for_create(kind: str, obj: JSON, minor: int, lookup_priority: Any = 
         obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
     elif kind in ("Deployment", "ReplicaSet"):
         obj["status"] = {}
+    elif kind in CUSTOM_WITH_STATUS:
+        obj.pop("status", None)
 
 
 def _admit_priority(pod: JSON, lookup: Any) -> None:
@@ -119,7 +128,7 @@ def prepare_for_update(kind: str, new: JSON, old: JSON, minor: int) -> None:
         meta["generation"] = old_meta["generation"]
     else:
         meta.pop("generation", None)
-    if kind in ("Pod", "Node", "Namespace", "PodDisruptionBudget", "Deployment", "ReplicaSet"):
+    if kind in ("Pod", "Node", "Namespace", "PodDisruptionBudget", "Deployment", "ReplicaSet", *CUSTOM_WITH_STATUS):
         _keep(new, old, "status")
     if kind == "Namespace":
         spec = new.setdefault("spec", {})
@@ -130,13 +139,24 @@ def prepare_for_update(kind: str, new: JSON, old: JSON, minor: int) -> None:
             spec["finalizers"] = old_final
         if minor >= 21:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta.get("name", "")
-    if has_generation(kind, minor) and new.get("spec") != old.get("spec"):
+    if kind in CUSTOM_WITH_STATUS:
+        content = {k: v for k, v in new.items() if k not in ("metadata", "status")}
+        if content != {k: v for k, v in old.items() if k not in ("metadata", "status")}:
+            meta["generation"] = int(old_meta.get("generation") or 0) + 1
+    elif has_generation(kind, minor) and new.get("spec") != old.get("spec"):
         meta["generation"] = int(old_meta.get("generation") or 0) + 1
 
 
 def prepare_for_status_update(kind: str, new: JSON, old: JSON) -> None:
     """The status subresource: only status (and, for pods/nodes, the metadata they allow) changes."""
     meta, old_meta = new.setdefault("metadata", {}), old.get("metadata") or {}
+    if kind in CUSTOM_WITH_STATUS:  # customResourceStatusStrategy: the old object, the new status
+        status, managed_fields = new.get("status"), meta.get("managedFields")
+        new.clear()
+        new.update(copy.deepcopy(old))
+        _set_or_drop(new, "status", status)
+        _set_or_drop(new["metadata"], "managedFields", managed_fields)
+        return
     _keep(new, old, "spec")
     if kind == "Pod":
         for key in ("deletionTimestamp", "ownerReferences"):
@@ -149,6 +169,13 @@ def prepare_for_status_update(kind: str, new: JSON, old: JSON) -> None:
             _keep(meta, old_meta, key)
     if "generation" in old_meta:
         meta["generation"] = old_meta["generation"]
+
+
+def _set_or_drop(obj: JSON, key: str, value: Any) -> None:
+    if value is None:
+        obj.pop(key, None)
+    else:
+        obj[key] = value
 
 
 def _keep(new: JSON, old: JSON, key: str) -> None:
