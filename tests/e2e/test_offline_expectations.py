@@ -13,10 +13,13 @@ import jsonpatch
 import pytest
 
 from tests.kit.e2e_workloads import (
+    LATER_POLICY_YAML,
     POLICY_NAME,
     POLICY_YAML,
     RESOURCES,
+    RESTARTED_AT,
     placed,
+    tolerates_later,
     untouched,
     workload,
 )
@@ -30,6 +33,15 @@ from webhook.policy import loader
 def policies(tmp_path_factory: pytest.TempPathFactory) -> Any:
     folder = tmp_path_factory.mktemp("policies")
     (folder / "e2e-placement.yaml").write_text(POLICY_YAML)
+    return loader.load([folder])
+
+
+@pytest.fixture(scope="module")
+def later(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The tier's policy set after ``LATER_POLICY_YAML`` was added to it."""
+    folder = tmp_path_factory.mktemp("later")
+    (folder / "e2e-placement.yaml").write_text(POLICY_YAML)
+    (folder / "e2e-later.yaml").write_text(LATER_POLICY_YAML)
     return loader.load([folder])
 
 
@@ -55,11 +67,24 @@ def test_the_skip_annotation_is_honoured(policies: Any) -> None:
     assert outcome.result == "skipped" and outcome.patch == [] and untouched(outcome.object)
 
 
-def test_an_update_that_drops_the_skip_annotation_adds_the_placement(policies: Any) -> None:
+def test_an_update_that_drops_the_skip_annotation_places_the_pods_at_their_next_rollout(policies: Any) -> None:
+    # Placing the template then would roll every pod; the user started no rollout.
     old = workload("Deployment", "web", skip=True)
     new = copy.deepcopy(old)
     del new["metadata"]["annotations"][ANNOTATION_SKIP]
-    assert placed(_admit(policies, new, operation="UPDATE", old=old).object)
+    assert untouched(_admit(policies, new, operation="UPDATE", old=old).object)
+    restarted = copy.deepcopy(new)
+    restarted["spec"]["template"]["metadata"]["annotations"] = {RESTARTED_AT: "2026-11-23T10:00:00Z"}
+    assert placed(_admit(policies, restarted, operation="UPDATE", old=new).object)
+
+
+def test_after_a_policy_is_added_a_scale_leaves_the_pod_template_as_it_was(policies: Any, later: Any) -> None:
+    old = _admit(policies, workload("Deployment", "web")).object
+    scaled = copy.deepcopy(old)
+    scaled["spec"]["replicas"] = 5
+    outcome = _admit(later, scaled, operation="UPDATE", old=old)
+    assert outcome.object["spec"]["template"] == old["spec"]["template"] and not tolerates_later(outcome.object)
+    assert tolerates_later(_admit(later, workload("Deployment", "new")).object)
 
 
 def test_reinvocation_over_a_placed_object_changes_nothing(policies: Any) -> None:

@@ -26,6 +26,26 @@ spec:
       spread: preferred
 """
 
+# A policy added while the tier runs, to change the policy set between a CREATE and an UPDATE.
+LATER_POLICY_NAME = "e2e-later"
+LATER_TOLERATION = {"key": "e2e.novasphere.dev/later", "operator": "Exists", "effect": "NoSchedule"}
+LATER_POLICY_YAML = f"""\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata:
+  name: {LATER_POLICY_NAME}
+spec:
+  description: End-to-end tier - a policy that arrives after the workloads were created.
+  match:
+    kinds: [Deployment]
+  placement:
+    tolerations:
+    - {{key: {LATER_TOLERATION["key"]}, operator: Exists, effect: NoSchedule}}
+"""
+
+# The pod-template annotation ``kubectl rollout restart`` sets: a change of the template.
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
 # kind -> (API group, version, plural) as the API server serves them.
 RESOURCES: dict[str, tuple[str, str, str]] = {
     "Deployment": ("apps", "v1", "deployments"),
@@ -88,3 +108,8 @@ def untouched(obj: dict[str, Any]) -> bool:
     spec = pod_spec(obj)
     annotations = obj.get("metadata", {}).get("annotations") or {}
     return POOL_LABEL not in (spec.get("nodeSelector") or {}) and ANNOTATION_APPLIED not in annotations
+
+
+def tolerates_later(obj: dict[str, Any]) -> bool:
+    """The later policy's toleration is on the object's pods."""
+    return LATER_TOLERATION in (pod_spec(obj).get("tolerations") or [])

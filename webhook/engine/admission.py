@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from webhook import ANNOTATION_SKIP
-from webhook.engine import matching, patching, placement
+from webhook.engine import matching, patching, placement, revisions
 from webhook.engine.context import PlacementError
 from webhook.engine.review import Request
 from webhook.engine.working import record_applied, working_copy
@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 RESULTS = ("patched", "unchanged", "skipped", "ignored", "error")
 
 NO_POLICY_SET = "placement-webhook: no valid policy set is loaded; nothing was applied"
+# An UPDATE that leaves the pod template as it was but for the engine's fields (revisions.py).
+KEPT = "pod template kept as before this update (no rollout): today's policies apply at the next rollout"
+WRITTEN_BACK = "placement this update dropped from the pod template written back (no rollout)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,19 +105,53 @@ def _admit(
         candidates = tuple(p for p in candidates if not p.allow_skip)
         if not candidates:
             return _skipped(request.object)
+    kept = revisions.kept_template(request, target)
+    base = revisions.with_template(request, target, kept) if kept is not None else request.object
     if not candidates:  # what a run over no policy would answer, without setting one up
-        return Outcome(object=request.object, patch=[], warnings=[], result="unchanged")
+        return _noted(_as_based(request, base), request, target, kept)
     # Gatekeeper's rule: re-apply until the object stops changing, at most one pass more
     # than there are policies. A policy's decision can depend on what a later one wrote
     # (safe rollouts count the nodes a later nodeSelector leaves eligible), and only a
     # converged object makes the second admission of the output an empty patch. A set with
     # no such policy is settled after one pass, and most sets are like that.
     settling = any(_reads_others_output(p) for p in candidates)
-    run = _Run(request=request, target=target, cluster=cluster, settling=settling, steps=steps, skip=skip)
+    run = _Run(request=request, base=base, target=target, cluster=cluster, settling=settling, steps=steps, skip=skip)
     outcome = _settled(run, candidates)
     if skip and not run.refused:  # no policy that refuses the skip selects the object
         return _skipped(request.object, notes=outcome.warnings)
-    return _checked(outcome, request, target)
+    if kept is not None and (outcome.result == "error" or _template(outcome.object, target) != kept):
+        outcome = _held(run, candidates, outcome)
+    return _checked(_noted(outcome, request, target, kept), request, target)
+
+
+def _held(run: _Run, candidates: tuple[Policy, ...], outcome: Outcome) -> Outcome:
+    """Today's policies would change a kept template (or never settle on it): the update
+    leaves everything the engine owns as the request and the old object had it, the strategy
+    included (it is decided with the template, again at the next rollout), and says what
+    each policy would do, as in audit mode."""
+    held = _settled(run.holding(), candidates)
+    diverged = [outcome.error] if outcome.error else []
+    held.warnings = clip_all([KEPT, *diverged, *held.warnings])
+    return held
+
+
+def _as_based(request: Request, base: dict[str, Any]) -> Outcome:
+    """What admission answers with no policy to run: ``base`` (the request's object, or it
+    with the old template written back)."""
+    patch = [] if base is request.object else patching.diff(request.object, base)
+    return Outcome(object=base if patch else request.object, patch=patch, warnings=[],
+                   result="patched" if patch else "unchanged")
+
+
+def _noted(outcome: Outcome, request: Request, target: Target, kept: dict[str, Any] | None) -> Outcome:
+    """Say so when the kept template writes back what the request dropped."""
+    if kept is not None and outcome.result != "error" and _template(request.object, target) != kept:
+        outcome.warnings = clip_all([*outcome.warnings, WRITTEN_BACK])
+    return outcome
+
+
+def _template(obj: dict[str, Any] | None, target: Target) -> Any:
+    return get_path(obj, revisions.template_path(target) or ())
 
 
 def _settled(run: _Run, candidates: tuple[Policy, ...]) -> Outcome:
@@ -261,11 +298,17 @@ class _Run:
 
     def __init__(
         self, *, request: Request, target: Target, cluster: ClusterView | None, settling: bool, steps: Steps,
-        skip: bool = False,
+        base: dict[str, Any] | None = None, skip: bool = False, hold: bool = False,
     ) -> None:
         assert request.object is not None
         self.request, self.target, self.cluster, self.steps = request, target, cluster, steps
-        self.original: dict[str, Any] = request.object
+        self.original: dict[str, Any] = request.object  # what the patch applies to
+        # What the policies start from: the request's object, or it with the engine's fields
+        # of a kept pod template written back (revisions.py).
+        self.base: dict[str, Any] = request.object if base is None else base
+        # Every policy only says what it would do, as in audit mode: an update that keeps the
+        # template, which today's policies would change.
+        self.hold = hold
         # Built when a policy first runs: most reviews match no policy and need no copy.
         self._working: dict[str, Any] | None = None
         # What this pass had to say; a settling pass repeats what still holds, so only the
@@ -276,7 +319,8 @@ class _Run:
         self.audited: set[str] = set()
         self.failed: set[str] = set()
         self.changed_in_pass: list[str] = []
-        self.patch: list[dict[str, Any]] = []  # original -> working, as of the last pass that changed it
+        # original -> working, as of the last pass that changed it (original -> base before one)
+        self.patch: list[dict[str, Any]] = [] if self.base is self.original else patching.diff(self.original, self.base)
         self.settling = settling  # whether another pass may follow (see _reads_others_output)
         # The object asks to be skipped: only policies with allowSkip false run, and each one
         # that selects it says it refused.
@@ -309,15 +353,20 @@ class _Run:
         self._working, self._subject = working_copy(self.working, self.target), None
         return True
 
+    def holding(self) -> _Run:
+        """A new run over the same object in which every policy only says what it would do."""
+        return _Run(request=self.request, base=self.base, target=self.target, cluster=self.cluster,
+                    settling=self.settling, steps=self.steps, skip=self.skip, hold=True)
+
     @property
     def working(self) -> dict[str, Any]:
         if self._working is None:
-            self._working = working_copy(self.original, self.target)
+            self._working = working_copy(self.base, self.target)
         return self._working
 
     def current(self) -> dict[str, Any]:
         """The object as the policies so far left it (read only)."""
-        return self._working if self._working is not None else self.original
+        return self._working if self._working is not None else self.base
 
     def subject(self) -> matching.Subject:
         # Rebuilt after every change: each policy matches the object as the previous left it.
@@ -340,13 +389,13 @@ class _Run:
         if self.skip:
             self.refused.add(policy.name)
             self.warnings.append(f"{policy.name}: {ANNOTATION_SKIP} refused: the policy has allowSkip: false")
-        if policy.enforcement == "audit":
+        if policy.enforcement == "audit" or self.hold:
             self._audit(policy)
         else:
             self._enforce(policy)
 
     def _apply(self, obj: dict[str, Any], policy: Policy) -> placement.Applied:
-        return self.steps.apply(obj, policy=policy, target=self.target, cluster=self.cluster, original=self.original)
+        return self.steps.apply(obj, policy=policy, target=self.target, cluster=self.cluster, original=self.base)
 
     def _enforce(self, policy: Policy) -> None:
         try:
@@ -365,7 +414,7 @@ class _Run:
     def _replay(self) -> None:
         """Undo a policy that failed half-way: rebuild the working copy from the original
         by re-running the policies that succeeded (the engine is deterministic)."""
-        self._working = working_copy(self.original, self.target)
+        self._working = working_copy(self.base, self.target)
         for policy in self.applied:
             self._apply(self.working, policy)
         if self.applied:
@@ -389,7 +438,7 @@ class _Run:
         names = sorted({p.name for p in self.applied})
         patch = self.patch
         return Outcome(
-            object=self.working if patch else self.original,
+            object=self.current() if patch else self.original,
             patch=patch,
             warnings=clip_all([*self.failures, *self.warnings]),
             applied=names,

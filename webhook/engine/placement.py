@@ -25,11 +25,14 @@ from webhook.kube.objects import copy_json
 from webhook.kube.pointers import get_path
 from webhook.policy.policyset import Policy
 
-__all__ = ["Applied", "PlacementError", "apply_policy", "workload_selector", "written_paths"]
+__all__ = ["Applied", "PlacementError", "apply_policy", "template_fields", "workload_selector", "written_paths"]
 
 # The subtrees of a pod spec that ``merge`` edits in place. Scalars (priorityClassName,
 # schedulerName, evictionStrategy, the stale ``priority``) are set on the pod spec itself.
 POD_SPEC_WRITES = ("affinity", "nodeSelector", "tolerations")
+# The scalars ``apply_policy`` sets on a pod spec, or drops from it (``priority``, and a
+# ``preemptionPolicy`` the Priority plugin filled in): ``scheduling``, and ``vm.evictionStrategy``.
+POD_SPEC_SCALARS = ("priorityClassName", "schedulerName", "preemptionPolicy", "priority", "evictionStrategy")
 
 
 @dataclass(slots=True)
@@ -79,6 +82,16 @@ def written_paths(target: Target) -> tuple[Path_, ...]:
     if target.rollout is not None:
         paths.append(target.rollout)
     return tuple(paths)
+
+
+def template_fields(target: Target) -> tuple[Path_, ...]:
+    """Every field of the pod template that ``apply_policy`` may write, add or drop: the pod
+    spec's placement subtrees and scheduling scalars, and the group label on the pods
+    (``_group_selector``). Empty for a kind without a pod spec (Wukong)."""
+    if target.pod_spec is None:
+        return ()
+    return (*(target.pod_spec + (key,) for key in (*POD_SPEC_WRITES, *POD_SPEC_SCALARS)),
+            target.pod_labels + (LABEL_GROUP,))
 
 
 def _apply_pod(obj: dict[str, Any], *, compiled: fragments.Compiled, target: Target, ctx: Context) -> None:

@@ -63,6 +63,12 @@ class Target:
     # A Job's pod template cannot change after creation, but for its scheduling directives
     # while the Job is suspended and has never started (pkg/registry/batch/job/strategy.go).
     frozen_template: bool = False
+    # Whether a change of the pod template replaces running pods: a Deployment creates a
+    # ReplicaSet for it, a StatefulSet or DaemonSet rolls its pods, a VirtualMachine asks for
+    # a restart (or migrates, under KubeVirt's LiveUpdate). A ReplicaSet, a
+    # VirtualMachineInstanceReplicaSet, a Job or a CronJob only stamps its next pods from it.
+    # Declared kinds are taken to roll: the cautious answer.
+    template_rolls: bool = True
 
     @property
     def api_version(self) -> str:
@@ -85,15 +91,16 @@ def _builtin() -> list[Target]:
     return [
         Target("apps", "v1", "Deployment", pod, labels, sel, rollout=("spec", "strategy")),
         Target("apps", "v1", "StatefulSet", pod, labels, sel),
-        Target("apps", "v1", "ReplicaSet", pod, labels, sel),
+        Target("apps", "v1", "ReplicaSet", pod, labels, sel, template_rolls=False),
         Target("apps", "v1", "DaemonSet", pod, labels, sel, self_spread=False),
-        Target("batch", "v1", "Job", pod, labels, sel, frozen_template=True),
+        Target("batch", "v1", "Job", pod, labels, sel, frozen_template=True, template_rolls=False),
         Target(
             "batch",
             "v1",
             "CronJob",
             ("spec", "jobTemplate", "spec", "template", "spec"),
             ("spec", "jobTemplate", "spec", "template", "metadata", "labels"),
+            template_rolls=False,
         ),
         Target("", "v1", "Pod", ("spec",), ("metadata", "labels"), mutable_placement=False, priority_defaulted=True),
         Target("kubevirt.io", "v1", "VirtualMachine", pod, labels, kubevirt=True),
@@ -106,7 +113,8 @@ def _builtin() -> list[Target]:
             kubevirt=True,
             mutable_placement=False,
         ),
-        Target("kubevirt.io", "v1", "VirtualMachineInstanceReplicaSet", pod, labels, sel, kubevirt=True),
+        Target("kubevirt.io", "v1", "VirtualMachineInstanceReplicaSet", pod, labels, sel, kubevirt=True,
+               template_rolls=False),
         Target(
             "pool.kubevirt.io",
             "v1alpha1",
