@@ -236,16 +236,20 @@ async def test_each_review_is_logged_as_one_json_line_with_the_spec_fields(
     assert 0 < line["durationMs"] < 10_000
 
 
-async def test_a_replicaset_its_deployment_owns_is_allowed_unchanged_and_counted_as_ignored(
-    client: Client, state: server.State
+async def test_a_replicaset_its_deployment_owns_is_allowed_unchanged_and_the_log_says_why(
+    client: Client, state: server.State, caplog: pytest.LogCaptureFixture
 ) -> None:
     replica_set = deployment("web-5d4f8c")
     replica_set["kind"] = "ReplicaSet"
     replica_set["metadata"]["ownerReferences"] = [
         {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u-1", "controller": True}]
-    answer = await post_review(client, admission_review(replica_set))
+    with caplog.at_level(logging.INFO, logger=server.REVIEW_LOGGER):
+        answer = await post_review(client, admission_review(replica_set))
     assert answer["response"] == {"uid": answer["response"]["uid"], "allowed": True}
     assert sample(state.metrics.registry, REQUESTS, {"kind": "ReplicaSet", "operation": "CREATE", "result": "ignored"}) == 1
+    [record] = [r for r in caplog.records if r.name == server.REVIEW_LOGGER]
+    line = json.loads(logs.JsonFormatter().format(record))
+    assert (line["result"], line["reason"]) == ("ignored", "owned by Deployment/web: placed through its owner")
 
 
 async def test_a_broken_policy_set_at_start_is_not_ready_and_admits_unchanged_with_a_warning(

@@ -358,6 +358,8 @@ def _log_fields(request: review.Request, outcome: admission.Outcome, patch: byte
     }
     if outcome.error:
         fields["error"] = outcome.error
+    if outcome.reason:  # why it was ignored or skipped: an owner, a subresource, the skip annotation
+        fields["reason"] = outcome.reason
     return fields
 
 
