@@ -141,11 +141,19 @@ def why_not_run(shown: Shown) -> str | None:
         return f"{verb} serves or talks to a cluster"
     if verb == "explain" and "--cluster-state" not in shown.argv:
         return "explain reads a live cluster"
+    if "--kubeconfig" in shown.argv or any("cluster" in a for a in _values_of(shown.argv, "--policies-from")):
+        return "it reads a live cluster"
     if "--update" in shown.argv or "--junit" in shown.argv:
         return "it writes into the repository"
     if SHELL.intersection(shown.argv):
         return "a shell pipeline or redirection"
     return None
+
+
+def _values_of(argv: tuple[str, ...], flag: str) -> list[str]:
+    """Every value ``flag`` is given in ``argv`` (``--flag VALUE`` or ``--flag=VALUE``)."""
+    found = [a.partition("=")[2] for a in argv if a.startswith(f"{flag}=")]
+    return found + [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag]
 
 
 SHOWN = shown_commands()
@@ -188,6 +196,13 @@ def test_the_docs_show_commands_that_this_check_runs() -> None:
     assert {("README.md", "mutate"), ("README.md", "lint"), ("README.md", "test"), ("README.md", "explain"),
             ("docs/explain.md", "explain"), ("docs/testing-policies.md", "test"), ("docs/install.md", "certs"),
             ("docs/extender.md", "extender")} <= run
+
+
+@pytest.mark.parametrize("argv", [("lint", "--policies-from", "cluster"), ("test", "p/", "--policies-from=files,cluster"),
+                                  ("mutate", "-f", "d.yaml", "--kubeconfig", "k")])
+def test_commands_that_read_a_live_cluster_are_parsed_not_run(argv: tuple[str, ...]) -> None:
+    assert why_not_run(Shown("doc.md:1", argv, 0, None)) == "it reads a live cluster"
+    assert why_not_run(Shown("doc.md:1", ("lint", "--policies-from", "files"), 0, None)) is None
 
 
 def test_output_patterns_take_ellipses_for_any_text_and_any_lines() -> None:

@@ -47,6 +47,26 @@ def whole(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+POLICY_SOURCES = ("files", "cluster")
+
+
+def policy_sources(text: str) -> tuple[str, ...]:
+    """``--policies-from``: files, cluster, or both (comma-separated, in any order, each once);
+    raises ValueError saying so."""
+    words = [w.strip().lower() for w in text.split(",")]
+    if any(w not in POLICY_SOURCES for w in words) or len(set(words)) != len(words):
+        raise ValueError(f"must be files, cluster or files,cluster, not {text!r}")
+    return tuple(w for w in POLICY_SOURCES if w in words)
+
+
+def policy_sources_flag(text: str) -> tuple[str, ...]:
+    """``policy_sources`` as an argparse type, with its own message."""
+    try:
+        return policy_sources(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_kinds_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kinds-config", metavar="FILE", help="configuration file declaring extra workload kinds")
 

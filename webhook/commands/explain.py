@@ -54,7 +54,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     policies.add_argument("--no-policies", action="store_true", help="explain the workloads as they are")
     parser.add_argument("--cluster-state", metavar="FILE", action="extend", nargs="+",
                         help=f"the cluster, as objects in files (e.g. {DUMP_COMMAND})")
-    parser.add_argument("--kubeconfig", metavar="FILE", help="read the cluster once from this kubeconfig's cluster")
+    parser.add_argument("--kubeconfig", metavar="FILE", help="read the cluster once from this kubeconfig's cluster "
+                        "(and, with --policies-from cluster, its PlacementPolicies)")
+    inputs.add_policy_sources(parser)
     parser.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: the current one)")
     parser.add_argument("--kubernetes-version", type=_version, metavar="MAJOR.MINOR",
                         help="the cluster's Kubernetes version (a patch may follow: 1.34.1), for --cluster-state "
@@ -88,6 +90,8 @@ def _version(text: str) -> Release:
 def run(args: argparse.Namespace) -> int:
     args.operation = "CREATE"  # what inputs.requests reads: a workload explained is one being applied
     policies: PolicySet | None = None
+    if args.no_policies and args.policies_from != ("files",):
+        return inputs.usage("give --policies-from or --no-policies, not both")
     if not args.no_policies:
         loaded = inputs.load_policies(args, "explain", hint="use --policies PATH, or --no-policies")
         if isinstance(loaded, int):

@@ -30,10 +30,12 @@ from webhook.kube import objects
 if TYPE_CHECKING:
     from webhook.cluster.view import ClusterView
     from webhook.files.documents import Document
+    from webhook.policy.loader import Loaded
     from webhook.policy.policyset import PolicySet
+    from webhook.policy.sources import Assembled
 
-__all__ = ["INPUT_SUFFIXES", "Console", "InputErrors", "cluster_view", "live_view", "load_policies", "requests",
-           "setup", "usage"]
+__all__ = ["INPUT_SUFFIXES", "Console", "InputErrors", "add_policy_sources", "assemble_policies", "cluster_policies",
+           "cluster_view", "live_view", "load_policies", "requests", "setup", "usage"]
 
 INPUT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -54,20 +56,68 @@ def setup(args: argparse.Namespace) -> tuple[PolicySet, ClusterView | None] | in
     return (policies, cluster) if not isinstance(cluster, int) else cluster
 
 
-def load_policies(args: argparse.Namespace, command: str, hint: str = "use --policies PATH") -> PolicySet | int:
-    """``--policies`` (default ./policies) loaded for the kinds ``--kinds-config`` adds, or the
-    exit code after a usage error: without its policies a command has nothing to say."""
-    from webhook.policy import loader
+def add_policy_sources(parser: argparse.ArgumentParser, *, kubeconfig: bool = False, files: str = "--policies") -> None:
+    """``--policies-from`` (and, for a command that has none yet, ``--kubeconfig`` and ``--context``)."""
+    parser.add_argument(
+        "--policies-from", type=common.policy_sources_flag, default=("files",), metavar="SOURCES",
+        help=f"where the policies come from: files ({files}; the default), cluster (the cluster's PlacementPolicy "
+             "objects, listed once from the cluster --kubeconfig names), or files,cluster (a file's policy replaces "
+             "the object of its name, as kubectl apply would)")
+    if kubeconfig:
+        parser.add_argument("--kubeconfig", metavar="FILE",
+                            help="the cluster --policies-from cluster reads (default: $KUBECONFIG, else ~/.kube/config)")
+        parser.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: the current one)")
 
+
+def load_policies(args: argparse.Namespace, command: str, hint: str = "use --policies PATH") -> PolicySet | int:
+    """The policies ``--policies-from`` names, for the kinds ``--kinds-config`` adds, or the exit
+    code after a usage error: without its policies a command has nothing to say. ``--policies``
+    (default ./policies) is loaded whole, every error at once; a cluster object the loader refuses
+    is left out with a warning, as the server leaves it out."""
+    assembled = assemble_policies(args, command, paths=args.policies, hint=hint)
+    if isinstance(assembled, int):
+        return assembled
+    for name in sorted(assembled.left_out):
+        for error in assembled.left_out[name].errors:
+            print(f"warning: {error} (left out, as the server leaves it out)", file=sys.stderr)
+    return assembled.policies
+
+
+def assemble_policies(args: argparse.Namespace, command: str, *, paths: list[str] | None, hint: str,
+                      flag: str = "--policies") -> Assembled | int:
+    """The files (``paths``, default ./policies) and/or the cluster's objects ``--policies-from``
+    names, as one set; or the exit code after a usage error."""
+    from webhook.policy import sources as policy_sources
+
+    chosen = getattr(args, "policies_from", ("files",))
+    if "files" not in chosen and paths:
+        return usage(f"{flag} is read with --policies-from files or files,cluster, not with --policies-from cluster alone")
     kinds = common.targets(args, command)
     if kinds is None:
         return Exit.USAGE
-    paths = args.policies or ["policies"]
+    files = None
+    if "files" in chosen:
+        loaded = _load_files(paths or ["policies"], kinds, hint)
+        if isinstance(loaded, int):
+            return loaded
+        files = loaded
+    if "cluster" not in chosen:
+        assert files is not None
+        return policy_sources.Assembled(files)
+    objects = cluster_policies(args)
+    if isinstance(objects, int):
+        return objects
+    return policy_sources.assemble(files, objects, targets=kinds, on_duplicate="replace")
+
+
+def _load_files(paths: list[str], kinds: Any, hint: str) -> Loaded | int:
+    from webhook.policy import loader
+
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         return usage(f"policy path {missing[0]} does not exist ({hint})")
     try:
-        return loader.load_with_sources(paths, targets=kinds, each=True).policies
+        return loader.load_with_sources(paths, targets=kinds, each=True)
     except loader.NoPolicies as exc:
         for problem in exc.problems[:-1]:
             usage(problem)
@@ -76,6 +126,32 @@ def load_policies(args: argparse.Namespace, command: str, hint: str = "use --pol
         for error in exc.errors:
             print(str(error), file=sys.stderr)
         return usage(f"the policy set in {', '.join(map(str, paths))} has {len(exc.errors)} error(s)")
+
+
+NO_CRD = "no PlacementPolicy resource there: is its CustomResourceDefinition installed? (charts/placement-webhook/crds/)"
+
+
+def cluster_policies(args: argparse.Namespace) -> list[dict[str, Any]] | int:
+    """The cluster's PlacementPolicy objects, listed once from the cluster ``--kubeconfig`` and
+    ``--context`` name (else $KUBECONFIG or ~/.kube/config, as kubectl), or an exit code after a
+    one-line error: 2 when waiting cannot help (a broken kubeconfig, a refused connection, 401,
+    403, no such resource), 1 when the cluster did not answer in time."""
+    import asyncio
+
+    from webhook.cluster import config, snapshot
+    from webhook.server.policies import PATH
+
+    try:
+        where = config.load(getattr(args, "kubeconfig", None), getattr(args, "context", None), user_default=True)
+    except config.ConfigError as exc:
+        return usage(str(exc))
+    read = asyncio.run(snapshot.list_once(where, PATH, timeout=LIVE_VIEW_TIMEOUT, missing=NO_CRD))
+    if isinstance(read, snapshot.Refused):
+        return usage(read)
+    if isinstance(read, str):
+        print(f"error: {read}", file=sys.stderr)
+        return Exit.FINDINGS
+    return [item for item in read if isinstance(item, dict)]
 
 
 LIVE_VIEW_TIMEOUT = 30.0  # seconds to list the cluster's nodes, namespaces and priority classes

@@ -83,7 +83,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="Nodes, Namespaces and PriorityClasses (e.g. kubectl get -o yaml) used as the cluster view",
     )
     parser.add_argument("--kubeconfig", metavar="FILE",
-                        help="read the cluster view once from the cluster this kubeconfig names")
+                        help="read the cluster view once from the cluster this kubeconfig names (and, with "
+                             "--policies-from cluster, its PlacementPolicies)")
+    inputs.add_policy_sources(parser)
     parser.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: the current one)")
 
 

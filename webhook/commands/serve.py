@@ -110,6 +110,9 @@ def _mode(text: str) -> str:
     return text.strip().lower()
 
 
+_sources = common.policy_sources
+
+
 def _name(text: str) -> str:
     if not text.strip():
         raise ValueError("must not be empty")
@@ -138,7 +141,8 @@ class Option:
 
 OPTIONS = (
     # Their --dev defaults depend on the folder serve runs in: DevSetup.
-    Option("policies", _paths, None, "policy folder or file (repeatable; env: os.pathsep-separated)", "PATH"),
+    Option("policies", _paths, None, "policy folder or file, read with --policies-from files "
+           "(repeatable; env: os.pathsep-separated)", "PATH"),
     Option("tls-cert", _path, None, "serving certificate (PEM, may include the chain)", "FILE"),
     Option("tls-key", _path, None, "serving certificate's private key (PEM)", "FILE"),
     Option("client-ca", _path, None, "CA bundle for client certificates: turns on mutual TLS", "FILE"),
@@ -156,6 +160,12 @@ OPTIONS = (
     Option("match-label-keys", _mode, "auto",
            "whether pod affinity honours matchLabelKeys: auto (from Kubernetes 1.31, by the server's version), "
            "on or off (for a cluster that changed the MatchLabelKeysInPodAffinity feature gate)", "MODE"),
+    Option("policies-from", _sources, ("files",),
+           "where the policies come from: files (--policies), cluster (the PlacementPolicy objects, read with "
+           "--kubeconfig or the pod's service account, their status written), or files,cluster", "SOURCES"),
+    Option("lease-name", _name, "placement-webhook",
+           "the Lease whose holder writes the PlacementPolicy objects' status (one replica writes it)", "NAME"),
+    Option("lease-namespace", _name, None, "namespace of that Lease (default: the pod's own, else default)", "NS"),
     Option("cluster-view-max-age", _seconds, 120.0,
            "seconds without word from the API server after which the view's checks are skipped", "SECONDS"),
     Option("dev", _bool, False, "local setup on 127.0.0.1: the repository's policies/ and a development "
@@ -224,6 +234,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(value)
     return str(value[0]) if isinstance(value, list) else str(value)
 
 
@@ -257,19 +269,23 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str], *, dev_files: 
     for opt in OPTIONS:
         if opt.dest not in values:
             values[opt.dest] = opt.dev if dev and opt.dev is not None else opt.default
+    from_files = "files" in values["policies_from"]
+    if not from_files and values["policies"] is not None:
+        raise ConfigError("--policies (or PLACEMENT_WEBHOOK_POLICIES) is read with --policies-from files or "
+                          "files,cluster, not with --policies-from cluster alone")
     values["dev_files"] = None
     if dev:
         files = dev_files if dev_files is not None else dev_setup(Path.cwd(), environ)
         values["dev_files"] = files
-        defaults = {"policies": [files.policies] if files.policies is not None else None,
+        defaults = {"policies": [files.policies] if files.policies is not None and from_files else None,
                     "tls_cert": files.certs / "tls.crt", "tls_key": files.certs / "tls.key"}
         for name, value in defaults.items():
             if values[name] is None:
                 values[name] = value
-        if values["policies"] is None:
+        if values["policies"] is None and from_files:
             raise ConfigError(NO_POLICIES)
     for opt in OPTIONS[:3]:  # policies, tls-cert, tls-key
-        if values[opt.dest] is None:
+        if values[opt.dest] is None and (opt.dest != "policies" or from_files):
             raise ConfigError(f"--{opt.flag} (or {opt.env}) is required, or use --dev")
     return values
 
@@ -297,29 +313,35 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cluster_config(values: Mapping[str, Any]) -> ClusterConfig | None:
-    """Where the cluster view reads from, by ``--cluster-view``: ``off`` none; ``on`` the
-    kubeconfig, else the pod's service account, or a usage error; ``auto`` the same when a
-    kubeconfig is given or the server runs in a pod, else none. An API server that is
-    merely unreachable is no error: the view starts stale and catches up."""
+    """Where the cluster is, when the server reads one: for its view (``view_on``) or for its
+    policies (``--policies-from cluster``): the kubeconfig, else the pod's service account, or
+    a usage error (a server never picks up a user's kubeconfig of its own accord). An API
+    server that is merely unreachable is no error: the view starts stale and catches up."""
     from webhook.cluster import config as cluster_config_module
 
-    mode, kubeconfig = values["cluster_view"], values["kubeconfig"]
-    if mode == "off" or (mode == "auto" and kubeconfig is None and not cluster_config_module.in_pod()):
+    if not view_on(values) and "cluster" not in values.get("policies_from", ("files",)):
         return None
+    kubeconfig = values["kubeconfig"]
     try:
         return cluster_config_module.load(str(kubeconfig) if kubeconfig else None, values["context"])
     except cluster_config_module.ConfigError as exc:
-        raise ConfigError(f"cluster view: {exc}") from exc
+        what = "cluster view" if view_on(values) else "--policies-from cluster"
+        raise ConfigError(f"{what}: {exc}") from exc
 
 
-def _serve(values: dict[str, Any], targets: Targets) -> int:
-    import asyncio
+def view_on(values: Mapping[str, Any]) -> bool:
+    """``--cluster-view``: ``on``; ``off``; ``auto``, on when a kubeconfig is given or the server
+    runs in a pod."""
+    from webhook.cluster import config as cluster_config_module
 
-    from webhook.server import app
+    mode = values["cluster_view"]
+    return mode == "on" or (mode == "auto" and (values["kubeconfig"] is not None or cluster_config_module.in_pod()))
 
-    cluster = values["cluster"]
-    config = ServerConfig(
-        policies=tuple(values["policies"]),
+
+def server_config(values: Mapping[str, Any], targets: Targets) -> ServerConfig:
+    """The resolved settings (``resolve``, with ``cluster`` from ``cluster_config``) as the server's configuration."""
+    return ServerConfig(
+        policies=tuple(values["policies"] or ()),
         tls_cert=values["tls_cert"],
         tls_key=values["tls_key"],
         client_ca=values["client_ca"],
@@ -329,10 +351,22 @@ def _serve(values: dict[str, Any], targets: Targets) -> int:
         shutdown_grace=values["shutdown_grace"],
         reload_interval=values["reload_interval"],
         targets=targets,
-        cluster=cluster,
+        cluster=values["cluster"],
+        cluster_view=view_on(values),
+        policies_from=tuple(values["policies_from"]),
+        lease_name=values["lease_name"],
+        lease_namespace=values["lease_namespace"],
         cluster_view_max_age=values["cluster_view_max_age"],
         match_label_keys={"auto": None, "on": True, "off": False}[values["match_label_keys"]],
     )
+
+
+def _serve(values: dict[str, Any], targets: Targets) -> int:
+    import asyncio
+
+    from webhook.server import app
+
+    config = server_config(values, targets)
     files = values.get("dev_files")
     on_ready = None if files is None else (lambda state: _print_dev_example(state, files))
     try:

@@ -2,6 +2,9 @@
 
 One line per case, a diff per failure, ``N passed, M failed`` alone on the last line of
 standard output; broken suites on standard error as ``file:line: field: message``.
+``--policies-from cluster`` runs the cases against the cluster's PlacementPolicy objects instead
+of the policies each suite names; ``files,cluster`` against both, a suite's own policy replacing
+the object of its name (the change under test against what is in force).
 Exit 0 when every case passes, 1 when one fails, 2 when a suite cannot run or a path names no
 suite (it does not exist, or is a folder without ``*.suite.yaml`` files).
 """
@@ -13,10 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from webhook.commands import inputs
 from webhook.exitcodes import Exit
 from webhook.files.walk import MissingPath
 from webhook.suites import load, report
 from webhook.suites import run as suite_run
+from webhook.suites.load import ClusterPolicies
 
 HELP = "run policy test suites (*.suite.yaml)"
 
@@ -35,14 +40,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
     parser.add_argument("--update", action="store_true",
                         help="rewrite expect.object / expect.objectFile from the current output")
+    inputs.add_policy_sources(parser, kubeconfig=True, files="the policies each suite names")
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_suites(paths=args.paths, junit=args.junit, update=args.update)
+    cluster = None
+    if "cluster" in args.policies_from:
+        objects = inputs.cluster_policies(args)
+        if isinstance(objects, int):
+            return objects
+        cluster = ClusterPolicies(objects, only="files" not in args.policies_from)
+        _warn_left_out(cluster)
+    elif args.kubeconfig or args.context:
+        return inputs.usage("--kubeconfig and --context are read with --policies-from cluster or files,cluster")
+    return run_suites(paths=args.paths, junit=args.junit, update=args.update, cluster=cluster)
+
+
+def _warn_left_out(cluster: ClusterPolicies) -> None:
+    from webhook.policy import sources
+
+    for error in sources.assemble(None, cluster.objects, memo=cluster.memo).errors():
+        print(f"warning: {error} (left out, as the server leaves it out)", file=sys.stderr)
 
 
 def run_suites(
-    *, paths: Sequence[str], junit: str | None, update: bool, out: TextIO | None = None, err: TextIO | None = None
+    *, paths: Sequence[str], junit: str | None, update: bool, out: TextIO | None = None, err: TextIO | None = None,
+    cluster: ClusterPolicies | None = None,
 ) -> int:
     """Run the suites under ``paths`` and print as the ``test`` command does; returns the exit code."""
     out = out or sys.stdout
@@ -57,7 +80,8 @@ def run_suites(
         for path in empty:
             print(f"error: no *.suite.yaml files under {path}", file=err)
         return Exit.USAGE
-    outcome = suite_run.run(files, update=update, on_case=lambda r: print(report.case_line(r), file=out, flush=True))
+    outcome = suite_run.run(files, update=update, on_case=lambda r: print(report.case_line(r), file=out, flush=True),
+                            cluster=cluster)
     for problem in outcome.broken:
         print(str(problem), file=err)
     updated = sum(r.updated for r in outcome.results)

@@ -6,7 +6,7 @@ half-run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from webhook.files import documents as yamlsrc
 from webhook.files import walk
 from webhook.kube.objects import by_kind, is_list, kind_of
-from webhook.policy import loader
+from webhook.policy import loader, sources
 from webhook.policy.loader import LoadError
 from webhook.policy.policyset import PolicySet
 from webhook.suites.model import ClusterSpec, Suite, format_path, validation_problems
@@ -75,11 +75,27 @@ def discover(paths: Iterable[str | Path]) -> list[Path]:
 # ---- loading -------------------------------------------------------------------------------
 
 
+@dataclass
+class ClusterPolicies:
+    """The cluster's PlacementPolicy objects a run tests against (``test --policies-from``):
+    alone (``only``: the suites' own ``policies`` are not read), or under each suite's own
+    policies, which replace the objects of their names (the change under test). An object the
+    loader refuses is left out, as the server leaves it out."""
+
+    objects: Sequence[Mapping[str, Any]]
+    only: bool
+    memo: sources.Memo = field(default_factory=sources.Memo)
+
+    def under(self, own: loader.Loaded | None) -> PolicySet:
+        return sources.assemble(own, self.objects, on_duplicate="replace", memo=self.memo).policies
+
+
 class SuiteLoader:
     """Loads suite files, sharing policy sets between suites that name the same files."""
 
-    def __init__(self, *, update: bool = False) -> None:
+    def __init__(self, *, update: bool = False, cluster: ClusterPolicies | None = None) -> None:
         self.update = update
+        self.cluster = cluster
         self._policy_sets: dict[tuple[Path, ...], PolicySet] = {}
         self._state_files: dict[Path, list[yamlsrc.Document]] = {}
 
@@ -116,6 +132,8 @@ class SuiteLoader:
         return LoadedSuite(suite.metadata.name, document, policies, tuple(c for c in cases if c is not None))
 
     def _policies(self, document: yamlsrc.Document, suite: Suite, errors: list[LoadError]) -> PolicySet | None:
+        if self.cluster is not None and self.cluster.only:
+            return self.cluster.under(None)
         base = Path(document.file).parent
         paths: list[Path] = []
         inline: list[yamlsrc.Document] = []
@@ -138,6 +156,9 @@ class SuiteLoader:
         return None
 
     def _policy_set(self, paths: list[Path], inline: list[yamlsrc.Document]) -> PolicySet:
+        if self.cluster is not None:
+            documents = [d for f in loader.policy_files(paths) for d in yamlsrc.load_file(f, strict=True)]
+            return self.cluster.under(loader.load_documents_with_sources(documents + inline))
         if inline:
             documents = [d for f in loader.policy_files(paths) for d in yamlsrc.load_file(f, strict=True)]
             return loader.load_documents(documents + inline)

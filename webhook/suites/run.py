@@ -12,7 +12,7 @@ from typing import Any
 from webhook.engine import admission, review
 from webhook.exitcodes import Exit
 from webhook.suites.checks import Failure, check
-from webhook.suites.load import LoadedCase, LoadedSuite, SuiteError, SuiteLoader, discover
+from webhook.suites.load import ClusterPolicies, LoadedCase, LoadedSuite, SuiteError, SuiteLoader, discover
 from webhook.suites.placement import check_placement
 
 
@@ -80,12 +80,14 @@ def run_case(suite: LoadedSuite, case: LoadedCase) -> tuple[CaseResult, dict[str
 Listener = Callable[[CaseResult], None]
 
 
-def run(paths: Iterable[str | Path], *, update: bool = False, on_case: Listener | None = None) -> Report:
-    """Discover, load and run suites; with ``update``, rewrite expected objects that differ."""
+def run(paths: Iterable[str | Path], *, update: bool = False, on_case: Listener | None = None,
+        cluster: ClusterPolicies | None = None) -> Report:
+    """Discover, load and run suites; with ``update``, rewrite expected objects that differ;
+    with ``cluster``, against the cluster's policies (``ClusterPolicies``)."""
     from webhook.suites import update as suite_update  # only --update needs the rewriting machinery
 
     report = Report()
-    suite_loader = SuiteLoader(update=update)
+    suite_loader = SuiteLoader(update=update, cluster=cluster)
     for file in discover(paths):
         try:
             suites = suite_loader.load(file)
