@@ -67,6 +67,20 @@ app.kubernetes.io/component: admission-webhook
 {{- default (printf "%s-policies" (include "placement-webhook.fullname" .)) .Values.policies.existingConfigMap -}}
 {{- end -}}
 
+{{/* Whether the server reads policies from files (the ConfigMap) and from the cluster's PlacementPolicy objects: "true" or "". */}}
+{{- define "placement-webhook.policiesFromFiles" -}}
+{{- if has "files" (splitList "," .Values.policies.from) -}}true{{- end -}}
+{{- end -}}
+
+{{- define "placement-webhook.policiesFromCluster" -}}
+{{- if has "cluster" (splitList "," .Values.policies.from) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The server talks to the API server (and needs its token) for the cluster view or for PlacementPolicy objects. */}}
+{{- define "placement-webhook.readsCluster" -}}
+{{- if or .Values.clusterView.enabled (include "placement-webhook.policiesFromCluster" .) -}}true{{- else -}}false{{- end -}}
+{{- end -}}
+
 {{/* DNS names the API server may use to reach the Service (it uses <svc>.<ns>.svc). */}}
 {{- define "placement-webhook.dnsNames" -}}
 {{- $svc := include "placement-webhook.fullname" . -}}
@@ -81,6 +95,9 @@ app.kubernetes.io/component: admission-webhook
 {{- end -}}
 {{- if and (eq .Values.tls.mode "secret") (not .Values.tls.caBundle) -}}
 {{- fail "tls.caBundle is required with tls.mode=secret (base64 PEM of the CA that signed the serving certificate)" -}}
+{{- end -}}
+{{- if and (not (include "placement-webhook.policiesFromFiles" .)) (or .Values.policies.items .Values.policies.existingConfigMap) -}}
+{{- fail "policies.items and policies.existingConfigMap are read with policies.from files or files,cluster: with policies.from cluster, apply PlacementPolicy objects instead" -}}
 {{- end -}}
 {{- $needed := add .Values.server.preStopSeconds .Values.server.shutdownGraceSeconds -}}
 {{- if le (int .Values.terminationGracePeriodSeconds) (int $needed) -}}
