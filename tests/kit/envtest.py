@@ -292,14 +292,18 @@ class Webhook:
     """``placement-webhook serve`` over TLS on loopback, as the API server reaches it by URL.
 
     With ``kubeconfig`` it also keeps the cluster view (``--cluster-view on``), which forgets
-    what it knows after ``view_max_age`` seconds without word from the API server."""
+    what it knows after ``view_max_age`` seconds without word from the API server, unless
+    ``cluster_view`` is False. ``policies_from`` is ``--policies-from``: with ``cluster`` it reads
+    the cluster's PlacementPolicy objects (``policies`` None: no policy files at all)."""
 
     workdir: Path
-    policies: Path
+    policies: Path | None
     port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
     kubeconfig: Path | None = None
     view_max_age: int = 30
+    policies_from: str = "files"
+    cluster_view: bool = True
     process: Process | None = field(default=None, init=False)
 
     @property
@@ -311,13 +315,18 @@ class Webhook:
         return f"https://127.0.0.1:{self.port}/mutate"
 
     @property
+    def validate_url(self) -> str:
+        return f"https://127.0.0.1:{self.port}/validate-policy"
+
+    @property
     def ca_bundle(self) -> str:
         return base64.b64encode((self.pki / "ca.crt").read_bytes()).decode()
 
     def _argv(self) -> list[str]:
         argv = [
             sys.executable, "-m", "webhook", "serve",
-            f"--policies={self.policies}",
+            f"--policies-from={self.policies_from}",
+            *([f"--policies={self.policies}"] if self.policies is not None else []),
             f"--tls-cert={self.pki / 'tls.crt'}",
             f"--tls-key={self.pki / 'tls.key'}",
             "--host=127.0.0.1",
@@ -326,7 +335,7 @@ class Webhook:
             "--shutdown-grace=2",
         ]
         if self.kubeconfig is not None:
-            argv += [f"--kubeconfig={self.kubeconfig}", "--cluster-view=on",
+            argv += [f"--kubeconfig={self.kubeconfig}", f"--cluster-view={'on' if self.cluster_view else 'off'}",
                      f"--cluster-view-max-age={self.view_max_age}"]
         return argv
 
@@ -399,21 +408,25 @@ def warnings_from_headers(headers: Any) -> list[str]:
     return [re.sub(r"\\(.)", r"\1", m) for value in values for m in _WARNING.findall(value)]
 
 
-def webhook_configuration(*, url: str, ca_bundle: str) -> dict[str, Any]:
-    """The chart's own MutatingWebhookConfiguration, pointed at a webhook outside the cluster."""
+def webhook_configuration(*, url: str, ca_bundle: str, kind: str = "MutatingWebhookConfiguration",
+                          values: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The chart's own MutatingWebhookConfiguration (or ``kind``: the ValidatingWebhookConfiguration
+    of PlacementPolicies, with ``values`` reading them from the cluster), pointed at a webhook
+    outside the cluster."""
     import helm_python
     import yaml
 
-    values = {"webhook": {"url": url}, "tls": {"mode": "secret", "secretName": "unused", "caBundle": ca_bundle}}
+    chosen = {"webhook": {"url": url}, "tls": {"mode": "secret", "secretName": "unused", "caBundle": ca_bundle},
+              **(values or {})}
     with helm_python.Chart.load(CHART) as chart:
-        manifests = chart.render(values=values, name="e2e", namespace="placement-system", is_install=True)
+        manifests = chart.render(values=chosen, name="e2e", namespace="placement-system", is_install=True)
     for path, text in manifests.items():
         if not path.endswith(".yaml"):
             continue
         for doc in yaml.safe_load_all(text):
-            if isinstance(doc, dict) and doc.get("kind") == "MutatingWebhookConfiguration":
+            if isinstance(doc, dict) and doc.get("kind") == kind:
                 return doc
-    raise LookupError("the chart rendered no MutatingWebhookConfiguration")
+    raise LookupError(f"the chart rendered no {kind}")
 
 
 # A minimal KubeVirt VirtualMachine CRD: the real one's names and scope, and a schema that keeps
