@@ -153,6 +153,16 @@ def cluster_objects(nodes: int, namespaces: int, priority_classes: int) -> Itera
     yield from (make_node(i) for i in range(nodes))
 
 
+def placement_policies(count: int) -> Iterator[JSON]:
+    """The server bench's generated policies (``engine_bench.policy_yaml``) as PlacementPolicy objects."""
+    import yaml
+
+    from bench.engine_bench import policy_yaml
+
+    for i in range(count):
+        yield yaml.safe_load(policy_yaml(i))
+
+
 # --- the fake API server, in its own process -----------------------------------------------------
 
 
@@ -160,8 +170,9 @@ async def _serve_api(args: argparse.Namespace) -> None:
     """Child process: load the objects, serve, say so on stdout, then serve until killed."""
     from tests.kit.fakeapi import FakeApiServer
 
-    server = FakeApiServer("1.31.0", record_requests=False)
+    server = FakeApiServer("1.31.0", record_requests=False, placement_policies=bool(args.policies))
     server.load(cluster_objects(args.nodes, args.namespaces, args.priority_classes))
+    server.load(placement_policies(args.policies))
     await server.start()
     server.write_kubeconfig(args.kubeconfig)
     print(READY, flush=True)
@@ -169,12 +180,13 @@ async def _serve_api(args: argparse.Namespace) -> None:
 
 
 @contextmanager
-def fake_api(kubeconfig: Path, *, nodes: int, namespaces: int, priority_classes: int,
+def fake_api(kubeconfig: Path, *, nodes: int, namespaces: int, priority_classes: int, policies: int = 0,
              preexec: Callable[[], None] | None = None) -> Iterator[subprocess.Popen[str]]:
     """The fake API server in a child process (its heap and CPU are not the measured ones),
-    serving until the block ends; ``kubeconfig`` is written once it listens."""
+    serving until the block ends; ``kubeconfig`` is written once it listens. ``policies``: that
+    many of the server bench's generated policies as PlacementPolicy objects (the CRD served)."""
     argv = [sys.executable, __file__, "--serve-api", "--kubeconfig", str(kubeconfig), "--nodes", str(nodes),
-            "--namespaces", str(namespaces), "--priority-classes", str(priority_classes)]
+            "--namespaces", str(namespaces), "--priority-classes", str(priority_classes), "--policies", str(policies)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env, preexec_fn=preexec)
     try:
@@ -311,6 +323,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="give up on a sync after this many seconds")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--serve-api", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--policies", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_api:

@@ -1,7 +1,7 @@
 """Server benchmark: the real webhook over TLS against a bare aiohttp TLS app, same run.
 
     python bench/server_bench.py [--seconds 3] [--rounds 5] [--connections 8] [--rate 500] [--check]
-                                 [--let-cpu-idle] [--cluster-view [--cluster-nodes 500]]
+                                 [--let-cpu-idle] [--cluster-view [--cluster-nodes 500]] [--cluster-policies]
 
 Starts each server in its own process (`placement-webhook serve` with 10 and with 1,000
 policies, and `bench/bare_app.py` parsing with json and with the webhook's codec), then
@@ -30,6 +30,11 @@ With --cluster-view the webhooks run with a cluster view (`--kubeconfig FILE --c
 on a fake API server holding --cluster-nodes Nodes, in a process of its own (on a CPU neither
 the servers nor the load generator use, when there is one), and are measured once their view
 has synced: the same figures with the view on the admission path.
+With --cluster-policies a webhook serves the same 1,000 policies as PlacementPolicy objects of the
+fake API server (`--policies-from cluster`: its informer, the status writer under the Lease), and
+is measured right after the one reading them from files, once every status is written: the two
+serve the same policy set (checked, and its digest printed), so the ratio says what the cluster
+path adds per review (target: >= 90% of the file-based throughput).
 Targets (issue 3): at 10 policies >= 75% of the bare app's throughput; p99 < 5 ms at 500/s;
 (issue 26) the heavy set >= 40% of the bare app's throughput on the heavy review.
 """
@@ -57,7 +62,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: the checkout's webhook and bench packages
 
 from bench.cluster_bench import fake_api
-from bench.engine_bench import HEAVY_POLICIES, admission_review, heavy_deployment, policy_yaml, typical_deployment
+from bench.engine_bench import (
+    HEAVY_POLICIES,
+    admission_review,
+    heavy_deployment,
+    policy_set,
+    policy_yaml,
+    typical_deployment,
+)
 from webhook.server import certs
 
 
@@ -358,13 +370,49 @@ def _webhook_heavy(folder: Path, tls: Path, kubeconfig: Path | None = None) -> S
     return _serve(policies, tls, kubeconfig)._replace(body="heavy")
 
 
-def _serve(policies: Path, tls: Path, kubeconfig: Path | None) -> Server:
+def _serve(policies: Path | None, tls: Path, kubeconfig: Path | None, *, view: bool = True) -> Server:
+    """``policies`` None: the policies are the cluster's PlacementPolicy objects (``kubeconfig``'s)."""
     port, metrics = _free_port(), _free_port()
-    argv = [sys.executable, "-m", "webhook", "serve", "--policies", str(policies), "--tls-cert", str(tls / "tls.crt"),
+    source = ["--policies", str(policies)] if policies is not None else ["--policies-from", "cluster"]
+    argv = [sys.executable, "-m", "webhook", "serve", *source, "--tls-cert", str(tls / "tls.crt"),
             "--tls-key", str(tls / "tls.key"), "--host", "127.0.0.1", "--port", str(port), "--metrics-port", str(metrics)]
     if kubeconfig is not None:
-        argv += ["--kubeconfig", str(kubeconfig), "--cluster-view", "on"]
+        argv += ["--kubeconfig", str(kubeconfig), "--cluster-view", "on" if view else "off"]
     return Server(argv, port, f"http://127.0.0.1:{metrics}/readyz")
+
+
+def _webhook_from_cluster(tls: Path, kubeconfig: Path, *, view: bool) -> Server:
+    """The webhook serving the fake API server's PlacementPolicy objects (the generated 1,000)."""
+    return _serve(None, tls, kubeconfig, view=view)
+
+
+def _same_policy_set(count: int) -> str:
+    """The digest of the generated set, loaded from files and assembled from objects; they must
+    be the same set, or the comparison would measure something else."""
+    import yaml
+
+    from webhook.policy import sources
+
+    files = policy_set(count)
+    assembled = sources.assemble(None, [yaml.safe_load(policy_yaml(i)) for i in range(count)])
+    if assembled.left_out or assembled.policies.digest() != files.digest():
+        raise SystemExit("the policies assembled from objects are not the set loaded from files")
+    return files.digest()
+
+
+def _wait_statuses_written(ready: str, count: int, timeout: float = 120.0) -> None:
+    """The leader writes every object's status once after it starts: wait until it has, so that the
+    burst is not measured as review time."""
+    url, deadline = ready.replace("/readyz", "/metrics"), time.monotonic() + timeout
+    wanted = 'placement_webhook_policy_status_writes_total{result="success"} '
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            text = resp.read().decode()
+        written = [float(line.split()[-1]) for line in text.splitlines() if line.startswith(wanted)]
+        if written and written[0] >= count:
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"the server at {url} did not write the status of its {count} PlacementPolicies in {timeout:g} s")
 
 
 def _bare(tls: Path, json_codec: str = "stdlib", *, body: str = "typical") -> Server:
@@ -381,14 +429,16 @@ VIEW_RESOURCES = ("nodes", "namespaces", "priorityclasses")
 VIEW_NAMESPACES, VIEW_PRIORITY_CLASSES = 100, 20  # team-0..39, which the reviews and policies name, among them
 
 
-def _start_cluster(stack: ExitStack, folder: Path, nodes: int) -> tuple[Path, str]:
+def _start_cluster(stack: ExitStack, folder: Path, nodes: int, *, policies: int = 0,
+                   view: bool = True) -> tuple[Path, str]:
     """The fake API server in its own process for the rest of ``stack``; its kubeconfig and
     where it runs."""
     kubeconfig = folder / "kubeconfig"
     spare = SPARE_CPUS
     pin = (lambda: os.sched_setaffinity(0, spare)) if spare else None
-    stack.enter_context(fake_api(kubeconfig, nodes=nodes, namespaces=VIEW_NAMESPACES,
-                                 priority_classes=VIEW_PRIORITY_CLASSES, preexec=pin))
+    stack.enter_context(fake_api(kubeconfig, nodes=nodes, namespaces=VIEW_NAMESPACES if view else 0,
+                                 priority_classes=VIEW_PRIORITY_CLASSES if view else 0, policies=policies,
+                                 preexec=pin))
     where = (f"CPU {','.join(map(str, sorted(spare)))}" if spare else
              "unpinned: no CPU to spare" if SERVER_CPU is not None else "unpinned")
     return kubeconfig, where
@@ -477,6 +527,8 @@ STEAL_LIMIT = 0.05  # above it, stalls of the whole VM dominate tails and swing 
 CODEC_BASELINE = "bare aiohttp TLS app (webhook's codec)"
 WEBHOOK = "webhook, 10 policies"
 WEBHOOK_1000 = "webhook, 1000 policies"
+WEBHOOK_OBJECTS = "webhook, 1000 PlacementPolicy objects"
+OBJECTS_TARGET = 0.90  # of the file-based throughput, with the same set from the cluster
 # Names that contain none of the above: the output is searched for each.
 HEAVY_BASELINE = "bare app, heavy review (json)"
 WEBHOOK_HEAVY = "webhook, heavy set (5 policies)"
@@ -487,11 +539,18 @@ def orchestrate(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="placement-bench-") as tmp, ExitStack() as stack:
         folder = Path(tmp)
         kubeconfig = None
-        if args.cluster_view:
-            kubeconfig, where = _start_cluster(stack, folder, args.cluster_nodes)
-            print(f"webhooks with a cluster view: fake API server with {args.cluster_nodes:,} Nodes, "
-                  f"{VIEW_NAMESPACES} Namespaces, {VIEW_PRIORITY_CLASSES} PriorityClasses (and its defaults) "
-                  f"in its own process ({where})")
+        objects = 1000 if args.cluster_policies else 0
+        if args.cluster_view or args.cluster_policies:
+            nodes = args.cluster_nodes if args.cluster_view else 0
+            kubeconfig, where = _start_cluster(stack, folder, nodes, policies=objects, view=args.cluster_view)
+            if args.cluster_view:
+                print(f"webhooks with a cluster view: fake API server with {args.cluster_nodes:,} Nodes, "
+                      f"{VIEW_NAMESPACES} Namespaces, {VIEW_PRIORITY_CLASSES} PriorityClasses (and its defaults) "
+                      f"in its own process ({where})")
+            if objects:
+                print(f"{objects:,} PlacementPolicy objects on a fake API server in its own process ({where}), the same "
+                      f"set as the files' (digest {_same_policy_set(objects)})")
+        view = kubeconfig if args.cluster_view else None
         tls = folder / "tls"
         certs.ensure(tls, service="placement-webhook", namespace="default", dns=["localhost"], ips=["127.0.0.1"])
         pinning = f"servers on CPU {SERVER_CPU}, load on CPU {DRIVER_CPU}" if SERVER_CPU is not None else "no pinning"
@@ -500,16 +559,21 @@ def orchestrate(args: argparse.Namespace) -> int:
               f"{args.rounds} interleaved rounds of {args.seconds:g} s, {os.cpu_count()} CPUs ({pinning})")
         # Measured in this order every round: the webhook right after the baseline it is
         # compared with, so each round gives a ratio of two runs seconds apart.
-        servers = {BASELINE: _bare(tls), WEBHOOK: _webhook(folder, 10, tls, kubeconfig),
-                   CODEC_BASELINE: _bare(tls, "codec"), WEBHOOK_1000: _webhook(folder, 1000, tls, kubeconfig),
-                   HEAVY_BASELINE: _bare(tls, body="heavy"), WEBHOOK_HEAVY: _webhook_heavy(folder, tls, kubeconfig)}
+        servers = {BASELINE: _bare(tls), WEBHOOK: _webhook(folder, 10, tls, view),
+                   CODEC_BASELINE: _bare(tls, "codec"), WEBHOOK_1000: _webhook(folder, 1000, tls, view)}
+        if objects:
+            assert kubeconfig is not None
+            servers[WEBHOOK_OBJECTS] = _webhook_from_cluster(tls, kubeconfig, view=args.cluster_view)
+        servers |= {HEAVY_BASELINE: _bare(tls, body="heavy"), WEBHOOK_HEAVY: _webhook_heavy(folder, tls, view)}
         ca = tls / "ca.crt"
         closed: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
         fixed: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
         before = _cpu_times()
         with _running(servers) as pids:
-            for name in (WEBHOOK, WEBHOOK_1000, WEBHOOK_HEAVY) if kubeconfig else ():
+            for name in (WEBHOOK, WEBHOOK_1000, WEBHOOK_HEAVY) if view else ():
                 _wait_view_synced(servers[name].ready)
+            if objects:
+                _wait_statuses_written(servers[WEBHOOK_OBJECTS].ready, objects)
             for _ in range(args.rounds):  # interleaved: a slow minute of the machine hits every server
                 for name, server in servers.items():
                     closed[name].append(_measure(server, pids[name], ca, args))
@@ -560,7 +624,24 @@ def orchestrate(args: argparse.Namespace) -> int:
             print(f"server CPU per review, closed loop: webhook {cpu:.0f} us, bare app {bare_cpu:.0f} us -- by CPU "
                   f"alone the webhook would serve {bare_cpu / cpu:.0%} of the bare app's reviews")
         heavy_ok = _heavy_summary(closed[WEBHOOK_HEAVY], closed[HEAVY_BASELINE])
-        return 1 if (args.check and not (ok and heavy_ok)) else 0
+        objects_ok = _objects_summary(closed[WEBHOOK_OBJECTS], closed[WEBHOOK_1000]) if objects else True
+        return 1 if (args.check and not (ok and heavy_ok and objects_ok)) else 0
+
+
+def _objects_summary(cluster: list[dict[str, Any]], files: list[dict[str, Any]]) -> bool:
+    """Print the 1,000 policies read from the cluster against the same read from files, each
+    round's pair measured back to back; True when the target is met."""
+    ratios = _paired(cluster, files, "rps")
+    ratio = _percentile(ratios, 0.5)
+    ok = ratio >= OBJECTS_TARGET
+    print("1000 policies from the cluster / from files, each round's pair: throughput "
+          + " ".join(f"{r:.0%}" for r in ratios))
+    print(f"1000 policies from the cluster: {_median(cluster)['rps']:,.0f}/s, from files: {_median(files)['rps']:,.0f}/s, "
+          f"ratio {ratio:.0%}, median of the rounds' pairs (target >= {OBJECTS_TARGET:.0%}): {'ok' if ok else 'MISSED'}")
+    cpu, file_cpu = _cpu_median(cluster), _cpu_median(files)
+    if cpu and file_cpu:
+        print(f"server CPU per review, closed loop: from the cluster {cpu:.0f} us, from files {file_cpu:.0f} us")
+    return ok
 
 
 def _heavy_summary(webhook: list[dict[str, Any]], bare: list[dict[str, Any]]) -> bool:
@@ -604,6 +685,9 @@ def main() -> int:
     parser.add_argument("--cluster-view", action="store_true",
                         help="run the webhooks with a cluster view on a fake API server (in its own process)")
     parser.add_argument("--cluster-nodes", type=int, default=500, help="Nodes the fake API server holds")
+    parser.add_argument("--cluster-policies", action="store_true",
+                        help="also serve the 1,000 policies as PlacementPolicy objects of a fake API server, and "
+                             "compare with the same set read from files")
     parser.add_argument("--drive", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--ca", help=argparse.SUPPRESS)

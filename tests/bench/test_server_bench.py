@@ -91,3 +91,21 @@ def test_the_bench_runs_end_to_end_and_reports_every_figure(run_bench: RunBench)
     assert "review body: 8.3 KiB (heavy set: 8.6 KiB)" in out
     assert "heavy set / bare app on the heavy review, each round's pair: throughput " in out
     assert "of its throughput, median of the rounds' pairs (target >= 40%)" in out
+
+
+def test_the_policies_from_the_cluster_are_the_set_the_files_hold() -> None:
+    from bench.engine_bench import policy_set
+
+    assert server_bench._same_policy_set(50) == policy_set(50).digest()
+
+
+def test_the_cluster_objects_figure_pairs_each_round_with_the_files_run_beside_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = [{"rps": 950.0, "cpu_us": 330.0}, {"rps": 800.0, "cpu_us": 340.0}, {"rps": 990.0, "cpu_us": 320.0}]
+    files = [{"rps": 1000.0, "cpu_us": 310.0}, {"rps": 1000.0, "cpu_us": 300.0}, {"rps": 1000.0, "cpu_us": 305.0}]
+    assert server_bench._objects_summary(cluster, files) is True  # the median pair is 95%
+    out = capsys.readouterr().out
+    assert "1000 policies from the cluster / from files, each round's pair: throughput 95% 80% 99%" in out
+    assert "1000 policies from the cluster: 950/s, from files: 1,000/s, ratio 95%" in out
+    assert "(target >= 90%): ok" in out
+    assert server_bench._objects_summary(cluster[1:2], files[1:2]) is False
