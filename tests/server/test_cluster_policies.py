@@ -209,6 +209,19 @@ async def test_a_file_change_is_assembled_with_the_objects_in_force(
     assert _in_force(state) == ("gold", "ssd")
 
 
+async def test_with_files_that_never_loaded_the_objects_alone_do_not_make_the_server_ready(
+        aiohttp_client: Served, pki: Pki, api: FakeApiServer, writer: ApiClient, tmp_path: Path) -> None:
+    await objects.create(writer, "ssd")
+    (tmp_path / "gold.yaml").write_text(GOLD_FILE.replace("priorityClassName: gold", "priorityClassName: [gold]"))
+    state = _state(pki, api, sources=("files", "cluster"), policies=(tmp_path,))
+    client = await aiohttp_client(app.make_app(state))
+    await until(lambda: state.policies.objects_listed, what="the first list of PlacementPolicies")
+    assert state.not_ready() == ["no valid policy set loaded"] and (await client.get("/readyz")).status == 503
+    (tmp_path / "gold.yaml").write_text(GOLD_FILE)
+    await state.reload_policies()
+    assert _in_force(state) == ("gold", "ssd") and state.not_ready() == []
+
+
 async def test_without_the_cluster_view_the_server_watches_nothing_but_its_policies_and_its_lease(
         aiohttp_client: Served, pki: Pki, api: FakeApiServer, writer: ApiClient) -> None:
     await objects.create(writer, "ssd")

@@ -160,8 +160,10 @@ class State:
             return
         async with self.assembling:
             objects = informer.values()  # a snapshot, taken on the loop
+            if not self.policies.can_assemble():  # the files never loaded: their policies are unknown
+                self.policies.remember(objects)
+                return
             assembled = await asyncio.to_thread(self.policies.assemble, objects)
-            self.policies.objects_listed = True
             self._published(assembled)
 
     def _published(self, assembled: Assembled) -> None:

@@ -108,8 +108,14 @@ class PolicySources:
         return self.files.poll() if self.files is not None else None
 
     def can_assemble(self) -> bool:
-        """Whether every source has something to assemble: the files loaded once, the objects listed."""
+        """Whether the files (when they are a source) ever loaded: until then the set is unknown,
+        whatever the objects say, and the server is not ready."""
         return self.files is None or self.files.loaded is not None
+
+    def remember(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        """The objects listed, kept for the first assembly the files allow."""
+        self._objects = objects
+        self.objects_listed = True
 
     def assemble(self, objects: Sequence[Mapping[str, Any]] | None) -> Assembled:
         """Assemble the set from the files' last good set and ``objects`` (None: keep the objects
@@ -117,7 +123,7 @@ class PolicySources:
         changes until ``publish``."""
         files = self.files.loaded if self.files is not None else None
         if objects is not None:
-            self._objects = objects
+            self.remember(objects)
         if not self.cluster:
             return Assembled(files if files is not None else _empty(self.targets))
         return assemble(files, self._objects, targets=self.targets, on_duplicate="error", memo=self._memo)
