@@ -4,10 +4,13 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from webhook.runtime import logs
 
@@ -82,3 +85,10 @@ def test_a_failing_stream_does_not_fail_the_caller(stream: io.StringIO, capsys: 
 )
 def test_time_stamps_are_rfc3339_utc_with_milliseconds(created: float, stamp: str) -> None:
     assert logs._rfc3339(created) == stamp
+
+
+@given(st.floats(min_value=-1e9, max_value=4e9, allow_nan=False))
+def test_a_line_s_time_is_the_utc_second_and_its_milliseconds_whatever_second_was_formatted_before(created: float) -> None:
+    logs._rfc3339(created + 1)  # another second first: the cached one must not leak
+    seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
+    assert logs._rfc3339(created) == f"{seconds}.{int(created * 1000) % 1000:03d}Z"

@@ -5,7 +5,9 @@ Structured fields travel in ``extra={"fields": {...}}``; they are merged into th
 """
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import sys
 import time
 from typing import Any, TextIO
@@ -35,7 +37,13 @@ class JsonFormatter(logging.Formatter):
 
 def _rfc3339(created: float) -> str:
     """``2026-11-23T20:12:10.123Z``: UTC, milliseconds."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{int(created * 1000) % 1000:03d}Z"
+    return _second(math.floor(created)) + f".{int(created * 1000) % 1000:03d}Z"
+
+
+@functools.lru_cache(maxsize=1)
+def _second(seconds: int) -> str:
+    # A busy server writes many lines a second: format each second once.
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
 def setup(level: str = "info", *, stream: TextIO | None = None) -> None:
@@ -47,5 +55,11 @@ def setup(level: str = "info", *, stream: TextIO | None = None) -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # The line carries none of the caller's file and line, thread or process: the logging
+    # module's documented switches stop it from looking them up for every record.
+    logging._srcfile = None  # type: ignore[attr-defined]
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     # aiohttp's access log would duplicate a server's own request lines (the review line) in another format.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
