@@ -24,6 +24,7 @@ def stream() -> Iterator[io.StringIO]:
     """``logs.setup`` on a string stream; the process's logging is restored afterwards."""
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
+    switches = {name: getattr(logging, name) for name in ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing")}
     out = io.StringIO()
     logs.setup("info", stream=out)
     try:
@@ -34,6 +35,8 @@ def stream() -> Iterator[io.StringIO]:
         for handler in saved[0]:
             root.addHandler(handler)
         root.setLevel(saved[1])
+        for name, value in switches.items():
+            setattr(logging, name, value)
 
 
 def lines(out: io.StringIO) -> list[dict[str, Any]]:
