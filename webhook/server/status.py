@@ -59,8 +59,9 @@ class StatusWriter:
         self._last_error: dict[str, str] = {}
 
     # -- what each object's status should be --
-    def wanted(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The status ``obj`` should have; None while the set was not assembled from its generation."""
+    def wanted(self, obj: Mapping[str, Any], *, now: str | None = None) -> dict[str, Any] | None:
+        """The status ``obj`` should have (a transition at ``now``, default the clock's); None while
+        the set was not assembled from its generation."""
         assembled = self.sources.assembled
         name = str((obj.get("metadata") or {}).get("name") or "")
         at = object_generation(obj)
@@ -69,7 +70,8 @@ class StatusWriter:
         left = assembled.left_out.get(name)
         return policy_status.desired(
             obj.get("status"), generation=at, reason=left.reason if left else None,
-            errors=left.errors if left else (), changed=self.sources.changed_objects(name, at), now=self._now())
+            errors=left.errors if left else (), changed=self.sources.changed_objects(name, at),
+            now=now if now is not None else self._now())
 
     def status_changed(self, key: str, new: Mapping[str, Any] | None) -> None:
         """The informer saw ``key``'s status change: someone else's write is rewritten, our own is not."""
@@ -81,10 +83,10 @@ class StatusWriter:
     # -- writing --
     async def write_all(self) -> int:
         """One pass: write every status that differs; the number of writes that failed."""
-        failed = 0
+        failed, now = 0, self._now()  # one transition time for the pass: one clock read, not one per object
         for obj in self.informer.values():
             name = str((obj.get("metadata") or {}).get("name") or "")
-            wanted = self.wanted(obj)
+            wanted = self.wanted(obj, now=now)
             if not name or wanted is None or not self._due(name):
                 continue
             if not policy_status.differs(obj.get("status"), wanted) or self._written.get(name) == wanted:
