@@ -65,7 +65,8 @@ def add_policy_sources(parser: argparse.ArgumentParser, *, kubeconfig: bool = Fa
              "the object of its name, as kubectl apply would)")
     if kubeconfig:
         parser.add_argument("--kubeconfig", metavar="FILE",
-                            help="the cluster --policies-from cluster reads (default: $KUBECONFIG, else ~/.kube/config)")
+                            help="the cluster --policies-from cluster reads "
+                                 "(default: $KUBECONFIG, else ~/.kube/config)")
         parser.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: the current one)")
 
 
@@ -91,7 +92,8 @@ def assemble_policies(args: argparse.Namespace, command: str, *, paths: list[str
 
     chosen = getattr(args, "policies_from", ("files",))
     if "files" not in chosen and paths:
-        return usage(f"{flag} is read with --policies-from files or files,cluster, not with --policies-from cluster alone")
+        return usage(f"{flag} is read with --policies-from files or files,cluster, "
+                     "not with --policies-from cluster alone")
     kinds = common.targets(args, command)
     if kinds is None:
         return Exit.USAGE
@@ -128,7 +130,8 @@ def _load_files(paths: list[str], kinds: Any, hint: str) -> Loaded | int:
         return usage(f"the policy set in {', '.join(map(str, paths))} has {len(exc.errors)} error(s)")
 
 
-NO_CRD = "no PlacementPolicy resource there: is its CustomResourceDefinition installed? (charts/placement-webhook/crds/)"
+NO_CRD = ("no PlacementPolicy resource there: is its CustomResourceDefinition installed? "
+          "(charts/placement-webhook/crds/)")
 
 
 def cluster_policies(args: argparse.Namespace) -> list[dict[str, Any]] | int:

@@ -19,7 +19,7 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from webhook.cluster.cache import ClusterCache
-    from webhook.policy.sources import Assembled
+    from webhook.policy.sources import Assembled, LeftOut
     from webhook.server.status import StatusWriter
 
 from webhook import codec
@@ -177,12 +177,19 @@ class State:
                                                         "leftOut": sorted(assembled.left_out)}})
         for name, left in sorted(assembled.left_out.items()):
             if previous.get(name) != left:
-                first = left.errors[0] if left.errors else None
-                said = f": {first.field}: {first.message}" if first is not None and first.field else ""
-                log.error(f"PlacementPolicy {name} is not in force ({left.reason}){said}",
-                          extra={"fields": {"policy": name, "reason": left.reason, "errors": [str(e) for e in left.errors][:50]}})
+                _log_left_out(name, left)
         if self.status is not None:
             self.status.wake.set()
+
+
+def _log_left_out(name: str, left: LeftOut) -> None:
+    """One error line for a definition left out: its first error in the message, all in the fields."""
+    first = left.errors[0] if left.errors else None
+    said = f": {first.field}: {first.message}" if first is not None and first.field else ""
+    errors = [str(e) for e in left.errors][:50]
+    log.error(f"PlacementPolicy {name} is not in force ({left.reason}){said}",
+              extra={"fields": {"policy": name, "reason": left.reason, "errors": errors}})
+
 
 STATE = web.AppKey("state", State)
 
