@@ -24,6 +24,7 @@ from webhook.cluster.informer import Backoff, BackoffPolicy, Informer
 from webhook.kube.times import format_time
 from webhook.policy import status as policy_status
 from webhook.policy.sources import generation as object_generation
+from webhook.runtime import sync
 from webhook.runtime.leader import LeaderElectionConfig, LeaderElector
 from webhook.server.policies import PATH, PolicySources
 
@@ -148,17 +149,7 @@ class StatusWriter:
             await self.write_all()
             retry = self.next_retry()
             timeout = interval if retry is None else min(interval, retry)
-            await _first(stop, self.wake, timeout=timeout)
-
-
-async def _first(*events: asyncio.Event, timeout: float) -> None:
-    waits = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in waits:
-            task.cancel()
-        await asyncio.gather(*waits, return_exceptions=True)
+            await sync.first(stop, self.wake, timeout=timeout)
 
 
 async def lead(writer: StatusWriter, lease: LeaderElectionConfig, *, interval: float = INTERVAL,
