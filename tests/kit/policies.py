@@ -67,3 +67,18 @@ spec:
     nodeSelector:
       disktype: ssd
 """
+
+
+# One cluster-side policy and its twin with a misspelt kind, as plain specs and as a file: the tests
+# of policies read from the cluster, their status and the validating webhook share them.
+GOLD_SPEC: dict[str, Any] = {"match": {"kinds": ["Deployment"]}, "scheduling": {"priorityClassName": "gold"}}
+TYPO_SPEC: dict[str, Any] = {"match": {"kinds": ["Deploymnet"]}, "placement": {"nodeSelector": {"disk": "ssd"}}}
+GOLD_FILE = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata:
+  name: gold
+spec:
+  match: {kinds: [Deployment]}
+  scheduling: {priorityClassName: gold}
+"""

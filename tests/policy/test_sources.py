@@ -10,22 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.kit.policies import GOLD_FILE, GOLD_SPEC, TYPO_SPEC
 from tests.kit.policy_objects import SSD_SPEC, policy_object
 from webhook.policy import loader, sources
 from webhook.policy.policyset import Policy
 
-GOLD_SPEC: dict[str, Any] = {"match": {"kinds": ["Deployment"]}, "scheduling": {"priorityClassName": "gold"}}
-TYPO_SPEC: dict[str, Any] = {"match": {"kinds": ["Deploymnet"]}, "placement": {"nodeSelector": {"disk": "ssd"}}}
 
-GOLD_FILE = """\
-apiVersion: placement.novasphere.dev/v1alpha1
-kind: PlacementPolicy
-metadata:
-  name: gold
-spec:
-  match: {kinds: [Deployment]}
-  scheduling: {priorityClassName: gold}
-"""
 
 
 @pytest.fixture

@@ -17,6 +17,9 @@ from aiohttp.test_utils import TestClient
 from tests.cluster.conftest import until
 from tests.kit import policy_objects as objects
 from tests.kit.fakeapi import FakeApiServer
+from tests.kit.policies import GOLD_FILE
+from tests.kit.policies import GOLD_SPEC as GOLD
+from tests.kit.policies import TYPO_SPEC as TYPO
 from tests.kit.reviews import admission_review
 from tests.kit.server import Pki
 from tests.kit.workloads import deployment
@@ -29,17 +32,6 @@ from webhook.server.config import ServerConfig
 Client = TestClient  # type: ignore[type-arg]
 Served = Callable[..., Awaitable[Client]]
 
-GOLD = {"match": {"kinds": ["Deployment"]}, "scheduling": {"priorityClassName": "gold"}}
-TYPO = {"match": {"kinds": ["Deploymnet"]}, "placement": {"nodeSelector": {"disk": "ssd"}}}
-GOLD_FILE = """\
-apiVersion: placement.novasphere.dev/v1alpha1
-kind: PlacementPolicy
-metadata:
-  name: gold
-spec:
-  match: {kinds: [Deployment]}
-  scheduling: {priorityClassName: gold}
-"""
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from tests.kit.policies import GOLD_FILE
+from tests.kit.policies import GOLD_SPEC as GOLD
 from tests.kit.policy_objects import policy_object
 from tests.kit.reviews import admission_review
 from tests.kit.server import Pki
@@ -23,17 +25,7 @@ from webhook.server.config import ServerConfig
 
 Client = TestClient  # type: ignore[type-arg]
 
-GOLD = {"match": {"kinds": ["Deployment"]}, "scheduling": {"priorityClassName": "gold"}}
 SILVER = {"match": {"kinds": ["Deployment"]}, "scheduling": {"priorityClassName": "silver"}}
-GOLD_FILE = """\
-apiVersion: placement.novasphere.dev/v1alpha1
-kind: PlacementPolicy
-metadata:
-  name: gold
-spec:
-  match: {kinds: [Deployment]}
-  scheduling: {priorityClassName: gold}
-"""
 TYPO_MESSAGE = "unknown kind 'Deploymnet'; did you mean \"Deployment\"?"
 
 
