@@ -9,7 +9,6 @@ import gzip
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.kit.reviews import admission_review
-from tests.kit.server import Pki
 from tests.kit.workloads import deployment
 from tests.server.garbage import (
     DEEP_MARK,
@@ -51,17 +49,6 @@ def placed_deployment() -> dict[str, Any]:
 
 
 REVIEW = admission_review(placed_deployment(), uid="0f7f6d3e-0000-4000-8000-000000000001")
-
-
-@pytest.fixture
-def state(pki: Pki, policy_dir: Path) -> server.State:
-    config = server.ServerConfig(policies=(policy_dir,), tls_cert=pki.cert, tls_key=pki.key, reload_interval=3600)
-    return server.State(config)
-
-
-@pytest.fixture
-async def client(aiohttp_client: Callable[..., Awaitable[Client]], state: server.State) -> Client:
-    return await aiohttp_client(server.make_app(state))
 
 
 @pytest.fixture

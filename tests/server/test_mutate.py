@@ -24,17 +24,6 @@ MiB = 1024 * 1024
 REQUESTS = "placement_webhook_admission_requests_total"
 
 
-@pytest.fixture
-def state(pki: Pki, policy_dir: Path) -> server.State:
-    config = server.ServerConfig(policies=(policy_dir,), tls_cert=pki.cert, tls_key=pki.key, reload_interval=3600)
-    return server.State(config)
-
-
-@pytest.fixture
-async def client(aiohttp_client: Callable[..., Awaitable[Client]], state: server.State) -> Client:
-    return await aiohttp_client(server.make_app(state))
-
-
 async def post_review(client: Client, review: dict[str, Any]) -> dict[str, Any]:
     resp = await client.post("/mutate", json=review)
     assert resp.status == 200, await resp.text()
