@@ -24,12 +24,14 @@ ALLOWED: dict[str, frozenset[str]] = {
     "runtime": frozenset({"cluster", "kube"}),
     "policy": frozenset({"kube", "files"}),
     "engine": frozenset({"kube", "cluster", "policy", "scheduler"}),
-    "server": frozenset({"engine", "policy", "runtime", "cluster", "kube", "files"}),
+    "server": frozenset({"audit", "engine", "policy", "runtime", "cluster", "kube", "files"}),
     "explain": frozenset({"engine", "scheduler", "policy", "cluster", "kube", "files"}),
     "labeler": frozenset({"runtime", "cluster", "scheduler", "kube"}),
     "spot": frozenset({"runtime", "cluster", "policy", "kube", "files"}),
     "extender": frozenset({"spot", "runtime", "cluster", "kube"}),
     "suites": frozenset({"engine", "explain", "scheduler", "policy", "cluster", "kube", "files"}),
+    "audit": frozenset({"engine", "explain", "scheduler", "policy", "runtime", "cluster", "kube", "files"}),
+    "rebalance": frozenset({"spot", "explain", "scheduler", "policy", "runtime", "cluster", "kube", "files"}),
 }
 EVERY_ROOM = "commands"
 PURE = ("kube", "scheduler", "policy", "engine")
