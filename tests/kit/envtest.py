@@ -146,9 +146,30 @@ def make_service_account_key(path: Path) -> Path:
     return path
 
 
+# An audit.k8s.io/v1 Policy for ``ControlPlane(audit_policy=...)``: every write, once (at
+# ResponseComplete), with who made it; a node patch with its body too. Reads are left out: they
+# are most of the traffic and say nothing about who changed what.
+AUDIT_WRITES: dict[str, Any] = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "None", "users": ["system:apiserver"]},  # its own bootstrap objects and endpoints
+        {"level": "Request", "verbs": ["patch"], "resources": [{"group": "", "resources": ["nodes"]}]},
+        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
+        {"level": "None"},
+    ],
+}
+
+
 @dataclass
 class ControlPlane:
-    """etcd + kube-apiserver on loopback, with an admin bearer token in ``system:masters``."""
+    """etcd + kube-apiserver on loopback, with an admin bearer token in ``system:masters``.
+
+    ``users`` each get a token of their own, in ``system:masters`` too (``write_kubeconfig(path,
+    user=...)``), so the API server tells their requests apart from the admin's. With
+    ``audit_policy`` (an ``audit.k8s.io/v1`` Policy, e.g. ``AUDIT_WRITES``) the API server logs
+    the requests it selects to ``audit_log``, one JSON event a line (``audit_events``)."""
 
     assets: Path
     workdir: Path
@@ -156,6 +177,27 @@ class ControlPlane:
     etcd_port: int = field(default_factory=free_port)
     api_port: int = field(default_factory=free_port)
     processes: list[Process] = field(default_factory=list)
+    users: tuple[str, ...] = ()
+    audit_policy: Mapping[str, Any] | None = None
+    tokens: dict[str, str] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tokens = {"envtest-admin": self.token, **{user: secrets.token_hex(16) for user in self.users}}
+
+    @property
+    def audit_log(self) -> Path:
+        return self.workdir / "audit.log"
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """The audit log's events so far (none without ``audit_policy``); a line the API server
+        is still writing is left for the next read."""
+        if not self.audit_log.exists():
+            return []
+        events = []
+        for line in self.audit_log.read_text().splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                events.append(json.loads(line))
+        return events
 
     @property
     def url(self) -> str:
@@ -197,7 +239,7 @@ class ControlPlane:
         pki = make_certs(self.workdir / "apiserver-pki", service="kubernetes", ips=["127.0.0.1"], dns=["localhost"])
         sa_key = make_service_account_key(self.workdir / "sa.key")
         tokens = self.workdir / "tokens.csv"
-        tokens.write_text(f'{self.token},envtest-admin,envtest-admin,"system:masters"\n')
+        tokens.write_text("".join(f'{token},{user},{user},"system:masters"\n' for user, token in self.tokens.items()))
         tokens.chmod(0o600)
         return [
             str(self.assets / "kube-apiserver"),
@@ -216,7 +258,17 @@ class ControlPlane:
             "--allow-privileged=true",
             # No controller creates service-account tokens here (envtest does the same).
             "--disable-admission-plugins=ServiceAccount",
+            *self._audit_flags(),
         ]
+
+    def _audit_flags(self) -> list[str]:
+        if self.audit_policy is None:
+            return []
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(json.dumps(self.audit_policy, indent=2))  # JSON is YAML
+        # Blocking: each event is written in the request's own goroutine, none dropped under load.
+        return [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-format=json",
+                "--audit-log-mode=blocking"]
 
     def _start_apiserver(self) -> None:
         apiserver = Process("kube-apiserver", self._apiserver_argv(), self.workdir / "kube-apiserver.log")
@@ -242,18 +294,19 @@ class ControlPlane:
         configuration.api_key_prefix = {"authorization": "Bearer"}
         return client.ApiClient(configuration)
 
-    def write_kubeconfig(self, path: Path) -> Path:
-        """A kubeconfig for the admin token, as a server outside the cluster would be given.
+    def write_kubeconfig(self, path: Path, *, user: str = "envtest-admin") -> Path:
+        """A kubeconfig for the admin token (or ``user``'s, one of ``users``), as a server
+        outside the cluster would be given.
 
-        The token is the one in ``--token-auth-file`` (group ``system:masters``, so RBAC lets
-        it list and watch everything); the CA is the one that signed the serving certificate.
+        The token is one in ``--token-auth-file`` (group ``system:masters``, so RBAC lets it
+        list and watch everything); the CA is the one that signed the serving certificate.
         JSON is valid YAML, so ``clientcmd`` and the official Python loader both read it."""
         config = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "envtest", "cluster": {"server": self.url, "certificate-authority": str(self.ca_file)}}],
-            "users": [{"name": "envtest-admin", "user": {"token": self.token}}],
-            "contexts": [{"name": "envtest", "context": {"cluster": "envtest", "user": "envtest-admin"}}],
+            "users": [{"name": user, "user": {"token": self.tokens[user]}}],
+            "contexts": [{"name": "envtest", "context": {"cluster": "envtest", "user": user}}],
             "current-context": "envtest",
         }
         path.write_text(json.dumps(config, indent=2))
