@@ -29,65 +29,39 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.requests = Counter(
-            f"{PREFIX}_admission_requests",
-            "Admission reviews answered, by object kind, operation and result.",
-            ["kind", "operation", "result"],
-            registry=r,
-        )
-        self.duration = Histogram(
-            f"{PREFIX}_admission_duration_seconds",
-            "Time from reading a review to answering it.",
-            buckets=DURATION_BUCKETS,
-            registry=r,
-        )
-        self.applied = Counter(
-            f"{PREFIX}_policy_applied", "Objects a policy changed (enforcement: patch).", ["policy"], registry=r
-        )
-        self.audited = Counter(
-            f"{PREFIX}_policy_audited", "Objects an audit-mode policy would have changed.", ["policy"], registry=r
-        )
-        self.policy_errors = Counter(
-            f"{PREFIX}_policy_errors",
-            "Objects a policy could not be applied to (left out for that object).",
-            ["policy"],
-            registry=r,
-        )
-        self.policies_loaded = Gauge(
-            f"{PREFIX}_policies_loaded", "Policies in the set currently serving.", registry=r
-        )
-        self.policies_left_out = Gauge(
-            f"{PREFIX}_policies_left_out",
-            "PlacementPolicy objects not in force: refused by the loader, or a name a policy file defines too.",
-            registry=r,
-        )
-        self.policy_status_writes = Counter(
-            f"{PREFIX}_policy_status_writes",
-            "Writes of PlacementPolicy status by this replica (while it holds the Lease), by result.",
-            ["result"],
-            registry=r,
-        )
-        self.policy_reloads = Counter(
-            f"{PREFIX}_policy_reloads",
-            "Policy set loads from disk, by result (success or failure).",
-            ["result"],
-            registry=r,
-        )
-        self.certificate_expiry = Gauge(
-            f"{PREFIX}_certificate_expiry_timestamp_seconds",
-            "Expiry (notAfter, Unix time) of the serving certificate in use.",
-            registry=r,
-        )
-        self.certificate_reloads = Counter(
-            f"{PREFIX}_certificate_reloads",
-            "Serving certificate loads from disk, by result (success or failure).",
-            ["result"],
-            registry=r,
-        )
+        self.requests = self._counter(
+            "admission_requests", "Admission reviews answered, by object kind, operation and result.",
+            "kind", "operation", "result")
+        self.duration = Histogram(f"{PREFIX}_admission_duration_seconds", "Time from reading a review to answering it.",
+                                  buckets=DURATION_BUCKETS, registry=self.registry)
+        self.applied = self._counter("policy_applied", "Objects a policy changed (enforcement: patch).", "policy")
+        self.audited = self._counter("policy_audited", "Objects an audit-mode policy would have changed.", "policy")
+        self.policy_errors = self._counter(
+            "policy_errors", "Objects a policy could not be applied to (left out for that object).", "policy")
+        self.policies_loaded = self._gauge("policies_loaded", "Policies in the set currently serving.")
+        self.policies_left_out = self._gauge(
+            "policies_left_out",
+            "PlacementPolicy objects not in force: refused by the loader, or a name a policy file defines too.")
+        self.policy_status_writes = self._counter(
+            "policy_status_writes",
+            "Writes of PlacementPolicy status by this replica (while it holds the Lease), by result.", "result")
+        self.policy_reloads = self._counter(
+            "policy_reloads", "Policy set loads from disk, by result (success or failure).", "result")
+        self.certificate_expiry = self._gauge(
+            "certificate_expiry_timestamp_seconds", "Expiry (notAfter, Unix time) of the serving certificate in use.")
+        self.certificate_reloads = self._counter(
+            "certificate_reloads", "Serving certificate loads from disk, by result (success or failure).", "result")
         # ``labels()`` validates and locks on every call, about a third of a review's metrics
         # cost: each label tuple's child is looked up once and kept (no child is ever removed).
         self._children: dict[tuple[Counter, tuple[str, ...]], Counter] = {}
+
+    def _counter(self, name: str, text: str, *labels: str) -> Counter:
+        """A counter named ``placement_webhook_<name>`` in this server's registry."""
+        return Counter(f"{PREFIX}_{name}", text, labels, registry=self.registry)
+
+    def _gauge(self, name: str, text: str) -> Gauge:
+        """A gauge named ``placement_webhook_<name>`` in this server's registry."""
+        return Gauge(f"{PREFIX}_{name}", text, registry=self.registry)
 
     def observe_review(
         self,
