@@ -43,15 +43,7 @@ from . import discovery
 from .cache import NAMESPACES, NODES, PRIORITY_CLASSES, ClusterCache
 from .client import Client, describe, final, transport_cause
 from .config import ClusterConfig
-from .informer import (
-    REFLECTOR_BACKOFF,
-    Backoff,
-    Informer,
-    Object,
-    Projected,
-    Projection,
-    server_wide_failure,
-)
+from .informer import REFLECTOR_BACKOFF, Backoff, Informer, Object, Projected, Projection, server_wide_failure
 from .pods import POD_PATH, PODS
 
 __all__ = ["Refused", "SharedValues", "Snapshot", "project_pdb", "project_pod", "project_workload", "read_once"]

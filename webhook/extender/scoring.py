@@ -25,15 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.spot.config import SpotConfig
-from webhook.spot.nodes import (
-    ON_DEMAND,
-    SPOT,
-    UNKNOWN,
-    Detector,
-    PodClass,
-    capacity,
-    pool,
-)
+from webhook.spot.nodes import ON_DEMAND, SPOT, UNKNOWN, Detector, PodClass, capacity, pool
 
 __all__ = ["FactsCache", "FilterOutcome", "History", "NodeFacts", "filter_nodes", "node_facts", "prioritize"]
 
