@@ -5,7 +5,6 @@ KUBEBUILDER_ASSETS when they are absent; the offline checks of this folder run e
 """
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from tests.kit.e2e_workloads import POLICY_YAML, RESOURCES, placed, workload
 from tests.kit.envtest import (
     SKIP_REASON,
     VM_CRD,
+    Cluster,
     ControlPlane,
     Scheduler,
     Webhook,
@@ -23,7 +23,6 @@ from tests.kit.envtest import (
     find_scheduler,
     scheduler_skip_reason,
     wait_until,
-    warnings_from_headers,
     webhook_configuration,
 )
 from webhook import ANNOTATION_SKIP
@@ -52,64 +51,6 @@ def api(control_plane: ControlPlane) -> Iterator[Any]:
     client = control_plane.api_client()
     yield client
     client.close()
-
-
-class Cluster:
-    """The typed entry points of the kubernetes client the tests use, on one ApiClient."""
-
-    def __init__(self, api_client: Any) -> None:
-        from kubernetes import client
-
-        # Typed as Any: the generated client serialises plain dicts as bodies, which its stubs do
-        # not admit, and the tests want dicts back (raw JSON, as the webhook sees objects).
-        self.core: Any = client.CoreV1Api(api_client)
-        self.objects: Any = client.CustomObjectsApi(api_client)
-        self.crds: Any = client.ApiextensionsV1Api(api_client)
-        self.admission: Any = client.AdmissionregistrationV1Api(api_client)
-        self.scheduling: Any = client.SchedulingV1Api(api_client)
-
-    def create(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
-        group, version, plural = RESOURCES[obj["kind"]]
-        extra = {"dry_run": "All"} if dry_run else {}
-        created: dict[str, Any] = self.objects.create_namespaced_custom_object(group, version, namespace, plural, obj, **extra)
-        return created
-
-    def create_warned(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False) -> tuple[dict[str, Any], list[str]]:
-        """Create ``obj`` and return it with the warnings the API server sent back: admission
-        webhook warnings come back as ``Warning: 299 - "..."`` response headers (since 1.19)."""
-        group, version, plural = RESOURCES[obj["kind"]]
-        extra = {"dry_run": "All"} if dry_run else {}
-        created, _status, headers = self.objects.create_namespaced_custom_object_with_http_info(
-            group, version, namespace, plural, obj, **extra
-        )
-        return created, warnings_from_headers(headers)
-
-    def get(self, namespace: str, kind: str, name: str) -> dict[str, Any]:
-        group, version, plural = RESOURCES[kind]
-        found: dict[str, Any] = self.objects.get_namespaced_custom_object(group, version, namespace, plural, name)
-        return found
-
-    def replace(self, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
-        group, version, plural = RESOURCES[obj["kind"]]
-        name = obj["metadata"]["name"]
-        replaced: dict[str, Any] = self.objects.replace_namespaced_custom_object(group, version, namespace, plural, name, obj)
-        return replaced
-
-    def exists(self, namespace: str, kind: str, name: str) -> bool:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            self.get(namespace, kind, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
-
-    def create_namespace(self, *, labels: dict[str, str] | None = None) -> str:
-        name = f"e2e-{uuid.uuid4().hex[:8]}"
-        self.core.create_namespace({"metadata": {"name": name, "labels": labels or {}}})
-        return name
 
 
 def _install_vm_crd(cluster: Cluster) -> None:

@@ -23,6 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,8 @@ from typing import Any, ClassVar
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.kit.e2e_workloads import RESOURCES
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "placement-webhook"
@@ -325,19 +328,42 @@ class ControlPlane:
         return next(p for p in self.processes if p.name == "kube-apiserver")
 
     @contextlib.contextmanager
-    def apiserver_stopped(self) -> Iterator[None]:
+    def apiserver_stopped(self, *, grace: float = 15.0) -> Iterator[Outage]:
         """kube-apiserver is down inside the block; etcd keeps running, so no object is lost.
 
-        It comes back with the same argv (port, certificates, token file): every client keeps
-        its configuration. Go listeners set SO_REUSEADDR, so the port can be bound again at
-        once even with connections of the old process in TIME_WAIT."""
+        It is stopped as a kubelet stops a container: SIGTERM, then SIGKILL after ``grace``
+        seconds (kube-apiserver drains for up to 60 s while watches are open). It comes back
+        with the same argv (port, certificates, token file): every client keeps its
+        configuration. Go listeners set SO_REUSEADDR, so the port can be bound again at once
+        even with connections of the old process in TIME_WAIT. The ``Outage`` yielded gets its
+        times as they happen (monotonic clock)."""
         apiserver = self._apiserver()
-        apiserver.stop()
+        outage = Outage(stopping=time.monotonic())
+        apiserver.stop(grace=grace)
+        outage.stopped = time.monotonic()
         try:
-            yield
+            yield outage
         finally:
+            outage.starting = time.monotonic()
             apiserver.start()
             self._wait_apiserver_ready(apiserver)
+            outage.ready = time.monotonic()
+
+
+@dataclass
+class Outage:
+    """When a process was asked to stop, was gone, was started again and answered ready
+    (``time.monotonic()``; 0.0 until it happened)."""
+
+    stopping: float
+    stopped: float = 0.0
+    starting: float = 0.0
+    ready: float = 0.0
+
+    @property
+    def down(self) -> float:
+        """Seconds from the stop signal to ready again."""
+        return self.ready - self.stopping
 
 
 @dataclass
@@ -644,6 +670,82 @@ class Scheduler(Component):
 
     NAME: ClassVar[str] = SCHEDULER
     PKI: ClassVar[str] = "scheduler-pki"
+
+
+CONTROLLER_MANAGER = "kube-controller-manager"
+
+
+@dataclass
+class ControllerManager(Component):
+    """kube-controller-manager running only ``controllers`` (the old names, which every release
+    since 1.19 accepts), with the admin credentials rather than a service account per controller
+    (no token controller runs here)."""
+
+    NAME: ClassVar[str] = CONTROLLER_MANAGER
+    PKI: ClassVar[str] = "controller-manager-pki"
+
+    controllers: tuple[str, ...] = ("deployment", "replicaset", "disruption", "garbagecollector")
+
+    def flags(self) -> list[str]:
+        return [f"--controllers={','.join(self.controllers)}", "--use-service-account-credentials=false"]
+
+
+class Cluster:
+    """The typed entry points of the kubernetes client the tests use, on one ApiClient."""
+
+    def __init__(self, api_client: Any) -> None:
+        from kubernetes import client
+
+        # Typed as Any: the generated client serialises plain dicts as bodies, which its stubs do
+        # not admit, and the tests want dicts back (raw JSON, as the webhook sees objects).
+        self.core: Any = client.CoreV1Api(api_client)
+        self.objects: Any = client.CustomObjectsApi(api_client)
+        self.crds: Any = client.ApiextensionsV1Api(api_client)
+        self.admission: Any = client.AdmissionregistrationV1Api(api_client)
+        self.scheduling: Any = client.SchedulingV1Api(api_client)
+
+    def create(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        group, version, plural = RESOURCES[obj["kind"]]
+        extra = {"dry_run": "All"} if dry_run else {}
+        created: dict[str, Any] = self.objects.create_namespaced_custom_object(group, version, namespace, plural, obj, **extra)
+        return created
+
+    def create_warned(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False) -> tuple[dict[str, Any], list[str]]:
+        """Create ``obj`` and return it with the warnings the API server sent back: admission
+        webhook warnings come back as ``Warning: 299 - "..."`` response headers (since 1.19)."""
+        group, version, plural = RESOURCES[obj["kind"]]
+        extra = {"dry_run": "All"} if dry_run else {}
+        created, _status, headers = self.objects.create_namespaced_custom_object_with_http_info(
+            group, version, namespace, plural, obj, **extra
+        )
+        return created, warnings_from_headers(headers)
+
+    def get(self, namespace: str, kind: str, name: str) -> dict[str, Any]:
+        group, version, plural = RESOURCES[kind]
+        found: dict[str, Any] = self.objects.get_namespaced_custom_object(group, version, namespace, plural, name)
+        return found
+
+    def replace(self, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+        group, version, plural = RESOURCES[obj["kind"]]
+        name = obj["metadata"]["name"]
+        replaced: dict[str, Any] = self.objects.replace_namespaced_custom_object(group, version, namespace, plural, name, obj)
+        return replaced
+
+    def exists(self, namespace: str, kind: str, name: str) -> bool:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.get(namespace, kind, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def create_namespace(self, *, labels: dict[str, str] | None = None) -> str:
+        name = f"e2e-{uuid.uuid4().hex[:8]}"
+        self.core.create_namespace({"metadata": {"name": name, "labels": labels or {}}})
+        return name
 
 
 # --- reading the API server's answers in the e2e tests ------------------------------------------
