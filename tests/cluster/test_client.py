@@ -13,7 +13,7 @@ from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import node
 from webhook.cluster.client import ApiError, Client, Expired
 from webhook.cluster.config import ClusterConfig
-from webhook.cluster.informer import Backoff, BackoffPolicy
+from webhook.cluster.informer import REFLECTOR_BACKOFF, Backoff
 
 
 async def collect(it: AsyncIterator[Any]) -> list[Any]:
@@ -91,7 +91,7 @@ async def test_managed_cluster_minors_and_events_larger_than_a_read_buffer() -> 
 
 def test_the_backoff_is_the_reflectors() -> None:
     now = [0.0]
-    steps = Backoff(BackoffPolicy(), clock=lambda: now[0], rand=lambda: 0.0)
+    steps = Backoff(REFLECTOR_BACKOFF, clock=lambda: now[0], rand=lambda: 0.0)
     waits = []
     for _ in range(9):
         waits.append(steps.next())
@@ -99,5 +99,5 @@ def test_the_backoff_is_the_reflectors() -> None:
     assert waits == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0, 30.0]
     now[0] += 121  # no backoff for over two minutes: healthy again
     assert steps.next() == 0.8
-    jittered = Backoff(BackoffPolicy(), clock=lambda: now[0], rand=lambda: 0.999)
+    jittered = Backoff(REFLECTOR_BACKOFF, clock=lambda: now[0], rand=lambda: 0.999)
     assert 0.8 <= jittered.next() < 1.6

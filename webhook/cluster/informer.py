@@ -44,16 +44,19 @@ ChangeHandler = Callable[[str, "Projected | None", "Projected | None"], None]
 
 @dataclass(frozen=True)
 class BackoffPolicy:
-    """wait.NewExponentialBackoffManager's parameters; the defaults are the reflector's."""
+    """wait.NewExponentialBackoffManager's parameters, in seconds: the first step, the cap, the
+    growth factor, the jitter, and the quiet time after which the steps start again."""
 
-    initial: float = 0.8
-    cap: float = 30.0
-    factor: float = 2.0
-    jitter: float = 1.0
-    reset_after: float = 120.0  # "if we don't backoff for 2min, assume API server is healthy"
+    initial: float
+    cap: float
+    factor: float
+    jitter: float
+    reset_after: float
 
 
-REFLECTOR_BACKOFF = BackoffPolicy()
+# The reflector's, as NewReflector passes them: NewExponentialBackoffManager(800ms, 30s, 2min,
+# 2.0, 1.0) ("if we don't backoff for 2min, assume API server is healthy").
+REFLECTOR_BACKOFF = BackoffPolicy(initial=0.8, cap=30.0, factor=2.0, jitter=1.0, reset_after=120.0)
 
 
 class Backoff:
