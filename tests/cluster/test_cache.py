@@ -196,7 +196,7 @@ async def test_node_projection_keeps_what_predicates_read(server: FakeApiServer,
 async def test_another_informer_can_be_registered_with_its_own_projection(
         server: FakeApiServer, cache: ClusterCache, until: Until) -> None:
     pods = cache.add("pods", "/api/v1/pods", lambda p: {"node": p["spec"].get("nodeName")})
-    assert await pods.wait_synced(3.0)
+    assert await cache.wait_synced(3.0)  # every informer listed, the one just added too
     server.apply_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team-b"},
                          "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}})
     await until(lambda: pods.get("team-b/p") == {"node": "n1"}, what="the pod")

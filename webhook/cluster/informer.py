@@ -159,13 +159,6 @@ class Informer:
             return 0.0
         return (time.monotonic() if now is None else now) - self.last_event
 
-    async def wait_synced(self, timeout: float) -> bool:
-        try:
-            await asyncio.wait_for(self.synced_event.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
-
     # -- the loop --
     async def run(self) -> None:
         """List, then watch, for ever (until cancelled)."""
