@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 
 from webhook import API_GROUP, POLICY_KIND
 from webhook.policy import structural, types
-from webhook.policy.model import PlacementPolicy
+from webhook.policy.model import PlacementPolicy, rewrite_objects
 
 __all__ = [
     "CONDITION_READY",
@@ -122,9 +122,9 @@ _COLUMNS: list[dict[str, Any]] = [
 
 def openapi_schema() -> dict[str, Any]:
     """The ``openAPIV3Schema`` of the CRD: the model's spec, structural, and the status."""
-    document = PlacementPolicy.model_json_schema(by_alias=True, mode="validation")
-    defs = {name: _kubernetes_scalars(d) for name, d in document.get("$defs", {}).items()}
-    spec = structural.convert(_kubernetes_scalars(document["properties"]["spec"]), defs, at="spec")
+    raw = PlacementPolicy.model_json_schema(by_alias=True, mode="validation")
+    document = rewrite_objects(raw, _kubernetes_scalar)
+    spec = structural.convert(document["properties"]["spec"], document.get("$defs", {}), at="spec")
     return {
         "type": "object",
         "description": _ROOT_DESCRIPTION,
@@ -175,14 +175,10 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
-def _kubernetes_scalars(node: Any) -> Any:
-    """``node`` with the model's scalar types Kubernetes spells its own way replaced by that spelling."""
-    if isinstance(node, list):
-        return [_kubernetes_scalars(item) for item in node]
-    if not isinstance(node, dict):
-        return node
+def _kubernetes_scalar(node: dict[str, Any]) -> dict[str, Any]:
+    """``node``, or Kubernetes' spelling of it where it is a scalar type Kubernetes spells its own way."""
     bare = {k: v for k, v in node.items() if k not in ("description", "title")}
     known = _KUBERNETES_SCALARS.get(json.dumps(bare, sort_keys=True))
-    if known is not None:
-        return {**known, **{k: v for k, v in node.items() if k == "description"}}
-    return {key: _kubernetes_scalars(value) for key, value in node.items()}
+    if known is None:
+        return node
+    return {**known, **{k: v for k, v in node.items() if k == "description"}}

@@ -2,12 +2,12 @@
 
 Unknown fields are rejected at every level, fields use the camelCase names of the YAML,
 and every loading rule (docs/policies.md) is checked here so the engine can trust ``Policy.spec``.
-Kubernetes-shaped building blocks live in :mod:`webhook.policy_affinity`, scalar types in
-:mod:`webhook.policy_types`.
+Kubernetes-shaped building blocks live in :mod:`webhook.policy.affinity`, scalar types in
+:mod:`webhook.policy.types`.
 """
 from __future__ import annotations
 
-import copy
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, StrictBool, StrictInt, StrictStr, Tag, model_validator
@@ -44,6 +44,7 @@ __all__ = [
     "Rollout",
     "Scheduling",
     "Spec",
+    "rewrite_objects",
     "schema",
 ]
 
@@ -342,26 +343,29 @@ def _snake(camel: str) -> str:
 def schema() -> dict[str, Any]:
     """The JSON Schema of a PlacementPolicy document, for editors (YAML language servers)."""
     raw = PlacementPolicy.model_json_schema(by_alias=True, mode="validation")
-    result = _simplify(copy.deepcopy(raw))
+    result = rewrite_objects(raw, _simpler)
     result["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     result["$id"] = f"https://{API_VERSION}/{POLICY_KIND}.json"
     result["title"] = POLICY_KIND
     return result
 
 
-def _simplify(node: Any) -> Any:
-    """Drop pydantic's noise: ``null`` branches of optional fields, titles, ``default: null``."""
+def rewrite_objects(node: Any, rewrite: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    """``node`` (JSON data: a schema, or part of one) with every object replaced by ``rewrite(object)``,
+    top down: an object's members are rewritten after the object, in what ``rewrite`` returned.
+    Built anew: ``node`` is left as it was."""
     if isinstance(node, list):
-        return [_simplify(item) for item in node]
+        return [rewrite_objects(item, rewrite) for item in node]
     if not isinstance(node, dict):
         return node
+    return {key: rewrite_objects(value, rewrite) for key, value in rewrite(node).items()}
+
+
+def _simpler(node: dict[str, Any]) -> dict[str, Any]:
+    """Without pydantic's noise: ``null`` branches of optional fields, titles, ``default: null``."""
     branches = node.get("anyOf")
     if isinstance(branches, list) and {"type": "null"} in branches:
         rest = [b for b in branches if b != {"type": "null"}]
         node = {k: v for k, v in node.items() if k != "anyOf"}
         node.update(rest[0] if len(rest) == 1 else {"anyOf": rest})
-    return {
-        key: _simplify(value)
-        for key, value in node.items()
-        if key != "title" and not (key == "default" and value is None)
-    }
+    return {key: value for key, value in node.items() if key != "title" and not (key == "default" and value is None)}
