@@ -4,6 +4,7 @@ whatever the engine writes from them is accepted by the API server.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Generic, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
@@ -38,11 +39,13 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False)
 
 
+_Key = TypeVar("_Key", bound=str)
+_Value = TypeVar("_Value", bound=str)
 _Required = TypeVar("_Required", bound=BaseModel)
 _Preferred = TypeVar("_Preferred", bound=BaseModel)
 
 
-def _check_values(operator: str, values: list[str] | None) -> None:
+def _check_values(operator: str, values: Sequence[str] | None) -> None:
     """The value-count rules Kubernetes applies to selector requirements (Gt and Lt: node ones only)."""
     count = len(values or ())
     if operator in ("In", "NotIn") and count == 0:
@@ -60,20 +63,26 @@ def _check_values(operator: str, values: list[str] | None) -> None:
                  at=["values", 0])
 
 
-class _Requirement(Model):
-    """A selector requirement on labels; each kind names the operators it has."""
+class _Requirement(Model, Generic[_Key, _Value]):
+    """A selector requirement: ``key``, ``operator`` and ``values``, as every Kubernetes selector
+    writes one. Each kind types the key and the values and names its operators; ``_check`` holds
+    its rules."""
 
-    key: LabelKey
+    key: _Key
     operator: str
-    values: list[LabelValue] | None = None
+    values: list[_Value] | None = None
 
     @model_validator(mode="after")
-    def _values_fit_operator(self) -> Self:
-        _check_values(self.operator, self.values)
+    def _checked(self) -> Self:
+        self._check()
         return self
 
+    def _check(self) -> None:
+        """The label selectors' rules: the values the operator takes."""
+        _check_values(self.operator, self.values)
 
-class Requirement(_Requirement):
+
+class Requirement(_Requirement[LabelKey, LabelValue]):
     """A label selector requirement (metav1.LabelSelectorRequirement)."""
 
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
@@ -89,21 +98,16 @@ class LabelSelector(Model):
         return set(self.match_labels or ()) | {r.key for r in self.match_expressions or ()}
 
 
-class NodeRequirement(_Requirement):
+class NodeRequirement(_Requirement[LabelKey, LabelValue]):
     """A node selector requirement on node labels (``matchExpressions``)."""
 
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 
 
-class FieldRequirement(Model):
+class FieldRequirement(_Requirement[str, FieldValue]):
     """A node selector requirement on node fields (``matchFields``): the node name only."""
 
-    key: str
-    operator: str
-    values: list[FieldValue] | None = None
-
-    @model_validator(mode="after")
-    def _only_node_name(self) -> FieldRequirement:
+    def _check(self) -> None:
         # Kubernetes supports exactly this form for node field selectors.
         if self.key != "metadata.name":
             fail(f"matchFields supports only key 'metadata.name', not {self.key!r}", at=["key"])
@@ -114,7 +118,6 @@ class FieldRequirement(Model):
         error = names.dns_subdomain_error((self.values or [""])[0])
         if error:
             fail(f"node name {error}", at=["values", 0])
-        return self
 
 
 class NodeTerm(Model):
