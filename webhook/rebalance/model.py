@@ -49,7 +49,10 @@ class Candidate:
 class Decision:
     """``score_now`` and ``score_there`` are the pod's preference points on its node and on the
     node the simulation lands it on (``target``; None when it would not schedule at once);
-    ``gain`` is their difference; ``reason`` says why, in a sentence an operator reads."""
+    ``gain`` is their difference; ``reason`` says why, in a sentence an operator reads.
+    ``ties`` are the other nodes the simulation scored as high as ``target``: the real scheduler
+    picks one of the top-scoring nodes at random (``selectHost``), so a replacement bound to any
+    of them is where the simulation said (the controller counts the others as mispredictions)."""
 
     candidate: Candidate
     verdict: Verdict
@@ -57,6 +60,7 @@ class Decision:
     target: str | None = None
     score_now: int = 0
     score_there: int = 0
+    ties: frozenset[str] = frozenset()
 
     @property
     def gain(self) -> int:
