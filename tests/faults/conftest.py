@@ -23,6 +23,7 @@ import pytest
 
 from tests.kit.e2e_workloads import POLICY_YAML, placed, workload
 from tests.kit.envtest import (
+    AUDIT_WRITES,
     SKIP_REASON,
     CONTROLLER_MANAGER,
     SCHEDULER,
@@ -36,6 +37,7 @@ from tests.kit.envtest import (
     wait_until,
     webhook_configuration,
 )
+from tests.kit.writers import USERS as WRITER_USERS
 
 HERE = Path(__file__).resolve().parent
 FAILURE_POLICY_LABEL = "faults.novasphere.dev/failure-policy"
@@ -75,8 +77,10 @@ def fault_assets() -> Path:
 
 @pytest.fixture(scope="session")
 def control_plane(fault_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    """etcd and kube-apiserver for this tier alone; ``apiserver_stopped(grace=...)`` restarts it."""
-    plane = ControlPlane(assets=fault_assets, workdir=tmp_path_factory.mktemp("faults-envtest"))
+    """etcd and kube-apiserver for this tier alone; ``apiserver_stopped(grace=...)`` restarts it.
+    Its audit log records every write with its user; the writer replicas have users of their own."""
+    plane = ControlPlane(assets=fault_assets, workdir=tmp_path_factory.mktemp("faults-envtest"), users=WRITER_USERS,
+                         audit_policy=AUDIT_WRITES)
     try:
         plane.start()
         yield plane
