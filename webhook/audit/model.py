@@ -19,6 +19,11 @@ RULE_REPLICAS = "replicas-placed"  # every replica the workload asks for is (or 
 RULE_ROLLOUT = "rollout-completes"  # the next rolling update finishes on this cluster
 # A workload the engine or the model could not read: the rule of its ``error`` result.
 RULE_READ = "read"
+# A pass or skip is about the policy as a whole, not one field group: its rule is this.
+RULE_POLICY = "placement"
+# Admission itself failed on an object (policies that never settle, an engine error) and no
+# policy selected it: its error result is reported under this name.
+ADMISSION_POLICY = "placement-webhook:admission"
 
 SOURCE = "placement-webhook"  # results[].source, as the tools that read Kyverno's filter by it
 
