@@ -9,11 +9,14 @@ TEST_KIND = "PlacementTest"
 PREFIX = f"{API_GROUP}/"
 ANNOTATION_APPLIED = f"{PREFIX}applied"
 ANNOTATION_SKIP = f"{PREFIX}skip"
+# "false" keeps a running pod where it is: the rebalancer never evicts it.
+ANNOTATION_REBALANCE = f"{PREFIX}rebalance"
 LABEL_GROUP = f"{PREFIX}group"
 
 
 __all__ = [
     "ANNOTATION_APPLIED",
+    "ANNOTATION_REBALANCE",
     "ANNOTATION_SKIP",
     "API_GROUP",
     "API_VERSION",

@@ -198,3 +198,26 @@ def test_system_default_spreading_applies_only_with_an_owner_selector() -> None:
     assert [owned.breakdown(n)["PodTopologySpread"].normalized for n in ("a", "b", "c")] != [0, 0, 0]
     bare = schedule(pod("p", labels={"app": "web"}), Cluster.from_objects(nodes, existing))
     assert [bare.breakdown(n)["PodTopologySpread"].normalized for n in ("a", "b", "c")] == [0, 0, 0]
+
+
+def test_unbinding_one_pod_copies_only_its_node_and_the_state_follows_as_after_evict() -> None:
+    """``unbind`` takes one pod off its known node: the other nodes are the same objects, and a
+    cycle on the result (its PreFilter/PreScore state kept by RemovePod) is the one ``evict``
+    and a snapshot built without the pod give."""
+    spread_web = _web(topologySpreadConstraints=[
+        spread(1, "topology.kubernetes.io/zone", "DoNotSchedule", selector({"app": "web"}))])
+    nodes = [_node("a"), _node("b"), _node("c", zone="z2")]
+    existing = [_web("web-1", on="a"), _web("web-2", on="b"), _web("web-3", on="c")]
+    cluster = Cluster.from_objects(nodes, existing)
+    schedule(spread_web, cluster)  # the pod's state now lives in this snapshot's trackers
+    leaving = next(p for p in cluster.nodes["c"].pods if p.name == "web-3")
+    unbound = cluster.unbind(leaving, "c")
+    assert unbound.nodes["a"] is cluster.nodes["a"] and unbound.nodes["b"] is cluster.nodes["b"]
+    assert [p.name for p in unbound.nodes["c"].pods] == []
+    whole = Cluster.from_objects(nodes, existing)
+    evicted = whole.evict([p for p, _ in whole.pods() if p.name == "web-3"])
+    assert [p.name for p in evicted.nodes["c"].pods] == []
+    fresh = Cluster.from_objects(nodes, existing[:2])
+    got, after_evict, want = schedule(spread_web, unbound), schedule(spread_web, evicted), schedule(spread_web, fresh)
+    assert got.chosen == want.chosen == after_evict.chosen == ("c",)
+    assert got.totals == want.totals and got.message == want.message

@@ -14,6 +14,7 @@ class Why(str, Enum):
 
     INTERRUPTIBLE_ON_DEMAND = "interruptible pod on on-demand while spot nodes exist"
     PREFERENCE_UNMET = "preferred node affinity unmet"
+    UNREADABLE = "the model cannot read it"  # skipped: whether it is a candidate cannot be told
 
 
 class Verdict(str, Enum):

@@ -107,6 +107,16 @@ class Cluster:
                 tracker.pod_removed(pod, node)
         return out
 
+    def unbind(self, pod: PodInfo, node_name: str) -> Cluster:
+        """A snapshot without ``pod``, which is bound to ``node_name``: only that node is copied
+        (``evict`` looks for its pods on every node, which for one pod of 150,000 is the cost)."""
+        nodes = dict(self.nodes)
+        node = nodes[node_name] = self.nodes[node_name].without_pods((pod,))
+        out = self._successor(nodes)
+        for tracker in out.trackers.values():
+            tracker.pod_removed(pod, node)
+        return out
+
     def pods(self) -> Iterable[tuple[PodInfo, NodeInfo]]:
         for node in self.nodes.values():
             for pod in node.pods:
