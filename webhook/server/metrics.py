@@ -20,6 +20,9 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 # 10 s. The buckets resolve the fast path and still show a stall before the timeout.
 DURATION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 
+# A background audit reads the whole cluster: seconds on a small one, minutes on a large one.
+AUDIT_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+
 # Result label of a review the server rejected before admission (HTTP 400/413/415).
 RESULT_INVALID = "invalid"
 
@@ -51,6 +54,18 @@ class Metrics:
             "certificate_expiry_timestamp_seconds", "Expiry (notAfter, Unix time) of the serving certificate in use.")
         self.certificate_reloads = self._counter(
             "certificate_reloads", "Serving certificate loads from disk, by result (success or failure).", "result")
+        # The background audit (webhook/audit/background.py): its passes, and what the last one found.
+        self.audit_runs = self._counter("audit_runs", "Background audit passes, by result (success, unread, "
+                                        "failed, no_policies).", "result")
+        self.audit_duration = Histogram(f"{PREFIX}_audit_duration_seconds", "Time of a background audit pass: "
+                                        "read, audit, report writes.", buckets=AUDIT_BUCKETS, registry=self.registry)
+        self.audit_out_of_policy = self._gauge(
+            "audit_out_of_policy", "Workloads failing a policy in the last background audit.", "policy", "namespace")
+        self.audit_rollout_risks = self._gauge(
+            "audit_rollout_risks", "Workloads whose next rolling update would not finish, in the last audit.",
+            "namespace")
+        self.audit_report_errors = self._counter(
+            "audit_report_errors", "PolicyReport requests the API server refused, by reason.", "reason")
         # ``labels()`` validates and locks on every call, about a third of a review's metrics
         # cost: each label tuple's child is looked up once and kept (no child is ever removed).
         self._children: dict[tuple[Counter, tuple[str, ...]], Counter] = {}
@@ -59,9 +74,9 @@ class Metrics:
         """A counter named ``placement_webhook_<name>`` in this server's registry."""
         return Counter(f"{PREFIX}_{name}", text, labels, registry=self.registry)
 
-    def _gauge(self, name: str, text: str) -> Gauge:
+    def _gauge(self, name: str, text: str, *labels: str) -> Gauge:
         """A gauge named ``placement_webhook_<name>`` in this server's registry."""
-        return Gauge(f"{PREFIX}_{name}", text, registry=self.registry)
+        return Gauge(f"{PREFIX}_{name}", text, labels, registry=self.registry)
 
     def observe_review(
         self,
@@ -91,6 +106,21 @@ class Metrics:
         if child is None:
             child = self._children[key] = counter.labels(*values)
         return child
+
+    def observe_audit(self, *, result: str, seconds: float, out_of_policy: Mapping[tuple[str, str], int],
+                      rollout_risks: Mapping[str, int]) -> None:
+        """Count one audit pass; after a successful one, its figures replace the last one's (on the
+        event loop, between two scrapes: a scrape never sees them half replaced)."""
+        self.audit_runs.labels(result).inc()
+        self.audit_duration.observe(seconds)
+        if result != "success":
+            return
+        self.audit_out_of_policy.clear()
+        for (policy, namespace), count in out_of_policy.items():
+            self.audit_out_of_policy.labels(policy, namespace).set(count)
+        self.audit_rollout_risks.clear()
+        for namespace, count in rollout_risks.items():
+            self.audit_rollout_risks.labels(namespace).set(count)
 
     def watch_cluster(self, status: Callable[[], Mapping[str, Mapping[str, Any]]]) -> None:
         """Export the cluster view's state per resource, read from ``status`` at scrape time."""
