@@ -6,4 +6,5 @@ Modules import heavy dependencies (aiohttp, the kubernetes client) inside ``run`
 """
 
 # In the order ``--help`` lists them.
-NAMES = ("serve", "mutate", "explain", "lint", "schema", "test", "certs", "label-nodes", "extender", "spot-controller")
+NAMES = ("serve", "mutate", "explain", "audit", "lint", "schema", "test", "certs", "label-nodes", "extender", "spot-controller",
+         "rebalance")

@@ -58,7 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "(and, with --policies-from cluster, its PlacementPolicies)")
     inputs.add_policy_sources(parser)
     parser.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: the current one)")
-    parser.add_argument("--kubernetes-version", type=_version, metavar="MAJOR.MINOR",
+    parser.add_argument("--kubernetes-version", type=parse_version, metavar="MAJOR.MINOR",
                         help="the cluster's Kubernetes version (a patch may follow: 1.34.1), for --cluster-state "
                         "(default: the newest release); with --kubeconfig it replaces the API server's own. The "
                         "scheduler's messages are worded as that release words them, and 1.31 and later honour "
@@ -77,7 +77,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     common.add_kinds_config(parser)
 
 
-def _version(text: str) -> Release:
+def parse_version(text: str) -> Release:
     """MAJOR.MINOR, or MAJOR.MINOR.PATCH where a patch release's words differ (1.34.1)."""
     from webhook.scheduler.release import parse_release
 
@@ -153,13 +153,22 @@ class _Version:
         return Options.for_version(self.version)
 
 
-def _cluster_state(args: argparse.Namespace) -> tuple[ClusterState, _Version] | int:
-    """The cluster state from ``--cluster-state`` files or ``--kubeconfig``, and the cluster's
+@dataclass(frozen=True)
+class ClusterRead:
+    """The cluster's objects as read (files, or the live cluster once), whether pod affinity
+    there honours matchLabelKeys (None: not known), and the release its messages are worded for."""
+
+    objects: list[Any]
+    match_label_keys: bool | None
+    version: _Version
+
+
+def read_cluster(args: argparse.Namespace) -> ClusterRead | int:
+    """The cluster from ``--cluster-state`` files or ``--kubeconfig``, and the cluster's
     version: ``--kubernetes-version``, else the API server's (GET /version, MAJOR.MINOR); an
     exit code after a usage error (neither or both given, a broken file, an unreachable
-    cluster)."""
+    cluster). ``explain`` and ``audit`` read their cluster so."""
     from webhook.cluster.cache import MATCH_LABEL_KEYS_SINCE
-    from webhook.explain.state import ClusterState
     from webhook.scheduler.release import Release
 
     given = _Version(args.kubernetes_version, "--kubernetes-version") if args.kubernetes_version else _Version(None)
@@ -172,12 +181,22 @@ def _cluster_state(args: argparse.Namespace) -> tuple[ClusterState, _Version] | 
         learnt = read.server_version
         version = given if given.known or learnt is None else _Version(Release(*learnt), "the API server's version")
         known = read.match_label_keys if not given.known else _honours_match_label_keys(given, MATCH_LABEL_KEYS_SINCE)
-        return ClusterState.from_objects(read.objects, match_label_keys=known), version
+        return ClusterRead(read.objects, known, version)
     files = inputs.read_state_files(args.cluster_state)
     if isinstance(files, int):
         return files
     known = _honours_match_label_keys(given, MATCH_LABEL_KEYS_SINCE) if given.known else None
-    return ClusterState.from_objects(files, match_label_keys=known), given
+    return ClusterRead(files, known, given)
+
+
+def _cluster_state(args: argparse.Namespace) -> tuple[ClusterState, _Version] | int:
+    """The cluster state ``read_cluster`` reads, as the simulation's ``ClusterState``."""
+    from webhook.explain.state import ClusterState
+
+    read = read_cluster(args)
+    if isinstance(read, int):
+        return read
+    return ClusterState.from_objects(read.objects, match_label_keys=read.match_label_keys), read.version
 
 
 def _honours_match_label_keys(version: _Version, since: tuple[int, int]) -> bool:
