@@ -34,7 +34,7 @@ import math
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -108,16 +108,25 @@ class SpotMetrics:
         return generate_latest(self.registry)
 
 
-class EventRecorder:
-    """core/v1 Events (``tools/record``'s shape), queued and written in the background; never raises."""
+class CountsErrors(Protocol):
+    """What the recorder counts its failed writes on: an ``errors`` counter by kind."""
 
-    def __init__(self, client: Client, *, clock: Clock, metrics: SpotMetrics, dry_run: bool = False,
-                 writers: int = EVENT_WRITERS) -> None:
+    @property
+    def errors(self) -> Counter: ...
+
+
+class EventRecorder:
+    """core/v1 Events (``tools/record``'s shape), queued and written in the background; never
+    raises. ``component`` is the Events' ``source.component`` (the rebalancer records its own)."""
+
+    def __init__(self, client: Client, *, clock: Clock, metrics: CountsErrors, dry_run: bool = False,
+                 writers: int = EVENT_WRITERS, component: str = COMPONENT) -> None:
         self.client = client
         self.clock = clock
         self.metrics = metrics
         self.dry_run = dry_run
         self.writers = writers
+        self.component = component
         self.queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue(MAX_QUEUED_EVENTS)
         self.tasks: list[asyncio.Task[None]] = []
         self.dropped = 0
@@ -139,7 +148,7 @@ class EventRecorder:
         body = {"apiVersion": "v1", "kind": "Event",
                 "metadata": {"name": f"{meta.get('name')}.{random.getrandbits(64):016x}", "namespace": namespace},
                 "involvedObject": involved, "reason": reason, "message": message[:1024], "type": type_,
-                "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+                "source": {"component": self.component}, "reportingComponent": self.component,
                 "firstTimestamp": now, "lastTimestamp": now, "count": 1}
         try:
             self.queue.put_nowait((namespace, body))
@@ -148,7 +157,7 @@ class EventRecorder:
             self.metrics.errors.labels("event").inc()
             return
         if len(self.tasks) < self.writers:  # started as the first Events come; they live until close()
-            self.tasks.append(asyncio.create_task(self._write(), name="spot-events"))
+            self.tasks.append(asyncio.create_task(self._write(), name=f"{self.component}-events"))
 
     def _now(self) -> str:
         """The clock's time as metav1.Time, formatted once per second (a drain writes many Events in one)."""
