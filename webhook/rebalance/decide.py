@@ -343,7 +343,7 @@ class _Pass:
         if why is not None:
             return why
         if len(moved) >= self.settings.max_evictions:
-            return f"the rate limit: {self.settings.max_evictions} evictions per interval are planned"
+            return f"the rate limit: {self.settings.max_evictions} eviction(s) per interval, all planned"
         return None
 
     def _weigh(self, pod: _Pod, moved: dict[str, str]) -> Decision:
@@ -358,8 +358,10 @@ class _Pass:
         return decision
 
     def _decide(self, pod: _Pod, verdict: Verdict, reason: str, target: str | None = None,
-                there: int | None = None) -> Decision:
-        return Decision(pod.candidate, verdict, reason, target, pod.now, pod.now if there is None else there)
+                there: int | None = None, chosen: Sequence[str] = ()) -> Decision:
+        """``chosen``: every node at the top score; the decision's ``ties`` are those but ``target``."""
+        return Decision(pod.candidate, verdict, reason, target, pod.now, pod.now if there is None else there,
+                        frozenset(chosen) - {target})
 
     # ---- the simulation ----
 
@@ -394,18 +396,18 @@ class _Pass:
         there = prefs.points(self.nodes[target])
         tied = f", the worst of {len(chosen)} nodes tied at the top score" if len(chosen) > 1 else ""
         if target == here:
-            return self._decide(pod, Verdict.STAY, f"would land back on {here}{tied}", target, there)
+            return self._decide(pod, Verdict.STAY, f"would land back on {here}{tied}", target, there, chosen)
         gain = there - pod.now
         if gain < self.settings.min_gain:
             return self._decide(pod, Verdict.STAY, f"would land on {target}{tied}, worth {there} points against "
                                 f"{pod.now} on {here}: {gain:+d} is less than --min-gain {self.settings.min_gain}",
-                                target, there)
+                                target, there, chosen)
         doubt = next((n for n in chosen if n in self.blurred), None)
         if doubt is not None:
             return self._decide(pod, Verdict.STAY, f"would land on {doubt}{tied}, whose pod {self.blurred[doubt]} "
-                                "the model cannot read", target, there)
+                                "the model cannot read", target, there, chosen)
         return self._decide(pod, Verdict.MOVE, f"lands at once on {target}{tied}, worth {there} points against "
-                            f"{pod.now} on {here} ({gain:+d})", target, there)
+                            f"{pod.now} on {here} ({gain:+d})", target, there, chosen)
 
 
 def _unbound(pod: Mapping[str, Any]) -> dict[str, Any]:
