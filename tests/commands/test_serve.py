@@ -9,6 +9,7 @@ import pytest
 
 from webhook import cli
 from webhook.commands import serve
+from webhook.kube.kinds import BUILTIN
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -233,3 +234,14 @@ def test_dev_prints_a_curl_only_for_a_sample_that_exists(tmp_path: Path, capsys:
     assert "curl --cacert" not in out and "--data-binary" not in out
     assert "No sample AdmissionReview here (examples/review-deployment-v1.json is in the repository" in out
     assert "POST your own to https://localhost:9443/mutate" in out
+
+
+def test_a_background_audit_reads_the_cluster_and_needs_one(monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    values = serve.resolve(_args("--cluster-view", "off"), {**REQUIRED, "PLACEMENT_WEBHOOK_AUDIT_INTERVAL": "300"})
+    assert values["audit_interval"] == 300.0
+    assert serve.server_config({**values, "cluster": None}, BUILTIN).audit_interval == 300.0
+    assert cli.main(["serve", "--dev", "--cluster-view", "off", "--audit-interval", "60"]) == 2
+    assert "--audit-interval: no kubeconfig given and not running in a cluster" in capsys.readouterr().err
+    assert serve.resolve(_args(), REQUIRED)["audit_interval"] == 0.0  # off unless asked for

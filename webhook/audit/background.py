@@ -21,17 +21,23 @@ from typing import Protocol
 
 from webhook.audit import reports
 from webhook.audit.model import RULE_ROLLOUT, Result, Status
+from webhook.audit.scan import Auditor, AuditState
 from webhook.audit.writer import ReportWriter, Written
 from webhook.cluster.config import ClusterConfig
-from webhook.cluster.snapshot import Snapshot, read_once
+from webhook.cluster.informer import Object, Projected
+from webhook.cluster.snapshot import Snapshot, project_workload, read_once
+from webhook.kube.kinds import Targets
 from webhook.policy.policyset import PolicySet
 from webhook.runtime import sync
 
-__all__ = ["Audit", "BackgroundAudit", "Pass", "out_of_policy", "rollout_risks"]
+__all__ = ["Audit", "BackgroundAudit", "Pass", "SnapshotAudit", "out_of_policy", "project_audited", "read_cluster",
+           "rollout_risks"]
 
 log = logging.getLogger(__name__)
 
 READ_TIMEOUT = 120.0  # seconds a pass may spend reading the cluster
+# Annotations no verdict reads that can be as large as the object itself.
+UNREAD_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
 
 # The audit proper, run in a worker thread: the snapshot and the policy set in, the verdicts out.
 Audit = Callable[[Snapshot, PolicySet], list[Result]]
@@ -74,6 +80,42 @@ def rollout_risks(results: Iterable[Result]) -> dict[str, int]:
     return counted
 
 
+def project_audited(obj: Object) -> Projected:
+    """A workload as the snapshot keeps it (``project_workload``) plus what admission and the
+    audit's cache read of its metadata: its annotations (the skip annotation; the last applied
+    configuration left out) and its resourceVersion."""
+    projected = project_workload(obj)
+    meta = obj.get("metadata") or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in UNREAD_ANNOTATIONS}
+    if annotations:
+        projected["metadata"]["annotations"] = annotations
+    if meta.get("resourceVersion"):
+        projected["metadata"]["resourceVersion"] = meta["resourceVersion"]
+    return projected
+
+
+async def read_cluster(where: ClusterConfig) -> Snapshot | str:
+    """The cluster as a pass reads it: ``read_once``, workloads projected by ``project_audited``."""
+    return await read_once(where, timeout=READ_TIMEOUT, workloads=project_audited)
+
+
+class SnapshotAudit:
+    """The audit of a snapshot (``scan.Auditor`` over an ``AuditState``), run in the worker
+    thread. One Auditor is kept while the policy set stays the same object, so that a workload
+    whose resourceVersion, namespace labels and view did not change keeps its policy verdicts."""
+
+    def __init__(self, targets: Targets) -> None:
+        self.targets = targets
+        self._auditor: Auditor | None = None
+
+    def __call__(self, snapshot: Snapshot, policies: PolicySet) -> list[Result]:
+        if self._auditor is None or self._auditor.policies is not policies:
+            self._auditor = Auditor(policies, targets=self.targets)
+        state = AuditState.from_objects(snapshot.objects, targets=self.targets,
+                                        match_label_keys=snapshot.match_label_keys)
+        return self._auditor.full(state)
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -89,7 +131,7 @@ class BackgroundAudit:
         self.policies = policies
         self.audit = audit
         self.sink = sink
-        self._read = read if read is not None else (lambda config: read_once(config, timeout=READ_TIMEOUT))
+        self._read = read if read is not None else read_cluster
         self._now = now
         self._clock = clock
         self.wake = asyncio.Event()  # the policy set changed: audit again now

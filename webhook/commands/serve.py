@@ -164,8 +164,11 @@ OPTIONS = (
            "where the policies come from: files (--policies), cluster (the PlacementPolicy objects, read with "
            "--kubeconfig or the pod's service account, their status written), or files,cluster", "SOURCES"),
     Option("lease-name", _name, "placement-webhook",
-           "the Lease whose holder writes the PlacementPolicy objects' status (one replica writes it)", "NAME"),
+           "the Lease whose holder (one replica) writes the PlacementPolicy objects' status and runs the background audit", "NAME"),
     Option("lease-namespace", _name, None, "namespace of that Lease (default: the pod's own, else default)", "NS"),
+    Option("audit-interval", _seconds, 0.0,
+           "seconds between background audits of the cluster against the policies, written as PolicyReports by "
+           "the holder of the Lease (also after each policy change); 0: no background audit", "SECONDS"),
     Option("cluster-view-max-age", _seconds, 120.0,
            "seconds without word from the API server after which the view's checks are skipped", "SECONDS"),
     Option("dev", _bool, False, "local setup on 127.0.0.1: the repository's policies/ and a development "
@@ -319,14 +322,19 @@ def cluster_config(values: Mapping[str, Any]) -> ClusterConfig | None:
     server that is merely unreachable is no error: the view starts stale and catches up."""
     from webhook.cluster import config as cluster_config_module
 
-    if not view_on(values) and "cluster" not in values.get("policies_from", ("files",)):
+    if not view_on(values) and "cluster" not in values.get("policies_from", ("files",)) and not audit_on(values):
         return None
     kubeconfig = values["kubeconfig"]
     try:
         return cluster_config_module.load(str(kubeconfig) if kubeconfig else None, values["context"])
     except cluster_config_module.ConfigError as exc:
-        what = "cluster view" if view_on(values) else "--policies-from cluster"
+        what = "cluster view" if view_on(values) else "--audit-interval" if audit_on(values) else "--policies-from cluster"
         raise ConfigError(f"{what}: {exc}") from exc
+
+
+def audit_on(values: Mapping[str, Any]) -> bool:
+    """``--audit-interval`` above 0: the server reads the cluster and writes PolicyReports."""
+    return float(values.get("audit_interval") or 0.0) > 0
 
 
 def view_on(values: Mapping[str, Any]) -> bool:
@@ -357,6 +365,7 @@ def server_config(values: Mapping[str, Any], targets: Targets) -> ServerConfig:
         lease_name=values["lease_name"],
         lease_namespace=values["lease_namespace"],
         cluster_view_max_age=values["cluster_view_max_age"],
+        audit_interval=values["audit_interval"],
         match_label_keys={"auto": None, "on": True, "off": False}[values["match_label_keys"]],
     )
 

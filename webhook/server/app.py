@@ -19,7 +19,9 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from webhook.cluster.cache import ClusterCache
+    from webhook.cluster.config import ClusterConfig
     from webhook.policy.sources import Assembled, LeftOut
+    from webhook.audit.background import BackgroundAudit
     from webhook.server.status import StatusWriter
 
 from webhook import codec
@@ -58,6 +60,7 @@ class State:
         self.assembling = asyncio.Lock()
         self.object_changes = asyncio.Event()  # a PlacementPolicy's definition changed
         self.status: StatusWriter | None = None  # the status writer, with policies from the cluster
+        self.audit: BackgroundAudit | None = None  # the background audit, with --audit-interval
         self.metrics = metrics if metrics is not None else Metrics()
         self.shutting_down = False
         # Reviews being read or answered (requests are unhashable): id -> their connection.
@@ -180,6 +183,8 @@ class State:
                 _log_left_out(name, left)
         if self.status is not None:
             self.status.wake.set()
+        if self.audit is not None:  # the verdicts may have changed with the policies
+            self.audit.wake.set()
 
 
 def _log_left_out(name: str, left: LeftOut) -> None:
@@ -242,6 +247,7 @@ async def cluster_view(app: web.Application) -> AsyncIterator[None]:
     state.cache = ClusterCache(Client(config.cluster), match_label_keys=config.match_label_keys,
                                resources=RESOURCES if config.cluster_view else {})
     tasks = _watch_policies(state, state.cache) if state.policies.cluster else []
+    tasks += _leader_work(state, state.cache)
     state.metrics.watch_cluster(state.cache.status)
     try:
         async with sync.watched(state.cache):
@@ -261,8 +267,7 @@ async def cluster_view(app: web.Application) -> AsyncIterator[None]:
 
 def _watch_policies(state: State, cache: ClusterCache) -> list[tuple[str, Coroutine[Any, Any, None]]]:
     """The PlacementPolicy informer in ``cache``, and the work it feeds: the assembly after each
-    burst of definition changes, and the status writer under the Lease."""
-    from webhook.runtime.leader import LeaderElectionConfig, default_identity
+    burst of definition changes, and the status writer (``state.status``, run under the Lease)."""
     from webhook.server import status
 
     config = state.config
@@ -285,13 +290,44 @@ def _watch_policies(state: State, cache: ClusterCache) -> list[tuple[str, Corout
         await state.assemble_objects()  # the first list, which may hold no object at all
         await policy_sources.follow(state.object_changes, state.assemble_objects)
 
-    from webhook.cluster import config as cluster_config
+    return [("policy-assembler", assemble())]
 
+
+def _leader_work(state: State, cache: ClusterCache) -> list[tuple[str, Coroutine[Any, Any, None]]]:
+    """The work only the holder of the Lease does: the status writer (policies from the cluster)
+    and the background audit (``--audit-interval``); none, no Lease is stood for."""
+    from webhook.cluster import config as cluster_config
+    from webhook.runtime.leader import LeaderElectionConfig, default_identity
+    from webhook.server import leading, status
+
+    config = state.config
+    works: dict[str, leading.Work] = {}
+    writer = state.status
+    if writer is not None:
+        works["policy-status"] = lambda lost: writer.run(lost, interval=config.status_interval)
+    if config.audit_interval > 0 and config.cluster is not None:
+        audit = state.audit = _background_audit(state, cache, config.cluster)
+        works["audit"] = lambda lost: audit.run(lost, interval=config.audit_interval)
+    if not works:
+        return []
     lease = LeaderElectionConfig(
         namespace=config.lease_namespace or cluster_config.pod_namespace() or "default", name=config.lease_name,
         identity=default_identity(), field_manager=status.FIELD_MANAGER)
-    return [("policy-assembler", assemble()),
-            ("policy-status", status.lead(writer, lease, interval=config.status_interval))]
+    return [("leader", leading.lead(cache.client, lease, works))]
+
+
+def _background_audit(state: State, cache: ClusterCache, where: ClusterConfig) -> BackgroundAudit:
+    """The background audit of the cluster at ``where`` against the set in force, its reports
+    written with ``cache``'s client, its figures in the server's metrics."""
+    from webhook.audit.background import BackgroundAudit, SnapshotAudit
+    from webhook.audit.writer import ReportWriter
+
+    def refused(reason: str) -> None:
+        state.metrics.audit_report_errors.labels(reason).inc()
+
+    return BackgroundAudit(ReportWriter(cache.client, on_error=refused), where=where,
+                           policies=lambda: state.policies.policies, audit=SnapshotAudit(state.config.targets),
+                           sink=state.metrics)
 
 
 # --- handlers ---------------------------------------------------------------------------------

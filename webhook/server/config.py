@@ -40,5 +40,7 @@ class ServerConfig:
     # After this long without an open watch or word from the API server the view counts as
     # unknown, and the checks that need it are skipped with a note (admission never waits).
     cluster_view_max_age: float = 120.0
+    # Seconds between the background audits the Lease holder writes as PolicyReports; 0: none.
+    audit_interval: float = 0.0
     # Whether pod affinity terms honour matchLabelKeys; None: from the API server's version.
     match_label_keys: bool | None = None

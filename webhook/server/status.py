@@ -8,7 +8,7 @@ again, when an object's status changed under it (someone else wrote it), and eve
 seconds (the changed-object counts move with every review; they are written at that pace, not
 per review). A write that fails is retried with an exponential backoff per object and logged once
 per distinct cause; it never stops the server. A replica that loses the Lease stops writing and
-stands for it again: only the status writer depends on the Lease, admission never does.
+stands for it again (``server.leading``): only the leader-only work depends on the Lease, admission never does.
 """
 from __future__ import annotations
 
@@ -25,10 +25,9 @@ from webhook.kube.times import format_time
 from webhook.policy import status as policy_status
 from webhook.policy.sources import generation as object_generation
 from webhook.runtime import sync
-from webhook.runtime.leader import LeaderElectionConfig, LeaderElector
 from webhook.server.policies import PATH, PolicySources
 
-__all__ = ["FIELD_MANAGER", "INTERVAL", "StatusWriter", "lead"]
+__all__ = ["FIELD_MANAGER", "INTERVAL", "StatusWriter"]
 
 log = logging.getLogger(__name__)
 
@@ -151,22 +150,3 @@ class StatusWriter:
             timeout = interval if retry is None else min(interval, retry)
             await sync.first(stop, self.wake, timeout=timeout)
 
-
-async def lead(writer: StatusWriter, lease: LeaderElectionConfig, *, interval: float = INTERVAL,
-               stand_again: float = 1.0) -> None:
-    """Write statuses while holding ``lease``; after losing it, stand again (until cancelled,
-    which releases it)."""
-    while True:
-        elector = LeaderElector(writer.client, lease)
-
-        async def work(lost: asyncio.Event) -> None:
-            log.info("writing PlacementPolicy status as the holder of lease %s", elector.describe)
-            await writer.run(lost, interval=interval)
-
-        try:
-            await elector.run(work)
-        except Exception:  # noqa: BLE001 - the status is the only thing the Lease guards: stand again
-            log.exception("the PlacementPolicy status writer failed; standing for lease %s again", elector.describe)
-        else:
-            log.info("no longer writing PlacementPolicy status (lease %s lost); standing again", elector.describe)
-        await asyncio.sleep(stand_again)
