@@ -17,7 +17,7 @@ from typing import Any
 
 from webhook import LABEL_GROUP
 from webhook.cluster.view import ClusterView
-from webhook.engine import fragments, merge, rollout, scheduling, wukong
+from webhook.engine import fragments, merge, rollout, scheduling, shapes, wukong
 from webhook.engine.context import KEEP, Context, PlacementError
 from webhook.kube import warnings
 from webhook.kube.kinds import VOLATILE_LABELS, Path_, Target
@@ -62,6 +62,7 @@ def apply_policy(
     elif target.pod_spec is None:
         raise PlacementError(f"{target.kind} has neither a pod spec nor a native scheduling API")
     else:
+        shapes.check(obj, target)
         ctx = Context(policy.on_conflict, cluster, where=".".join(target.pod_spec), original=original)
         _apply_pod(obj, compiled=compiled, target=target, ctx=ctx)
     return Applied(ctx.report.changed, [warnings.clip(f"{policy.name}: {w}") for w in ctx.report.warnings])

@@ -1,0 +1,77 @@
+"""Objects of the wrong shape, as no API server decodes but a client can send (and a CRD that keeps
+unknown fields stores): admission leaves the policy out with a warning naming the field, as for any
+other policy it cannot apply, and never fails with an internal error.
+
+Found by the fault tier's flood (tests/faults/test_floods.py): each field of a Deployment replaced
+by a value of each other JSON type.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.kit.e2e_workloads import workload
+from tests.kit.malformed import WRONG_VALUES, paths, replaced
+from webhook.engine import admission, review
+from webhook.kube.affinity import REQUIRED
+from webhook.policy import loader
+from webhook.policy.policyset import PolicySet
+
+from tests.conftest import POLICIES
+
+
+def deployment() -> dict[str, Any]:
+    obj = workload("Deployment", "web")
+    pod = obj["spec"]["template"]["spec"]
+    pod["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]},
+    }
+    pod["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    obj["metadata"]["labels"]["tier"] = "web"
+    return obj
+
+
+def misshapen() -> list[tuple[str, dict[str, Any]]]:
+    valid = deployment()
+    cases = []
+    for path in paths(valid):
+        here: Any = valid
+        for key in path:
+            here = here[key]
+        for wrong in WRONG_VALUES:
+            if type(wrong) is not type(here):
+                cases.append((f"/{'/'.join(map(str, path))} = {wrong!r}", replaced(valid, path, wrong)))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def shipped() -> PolicySet:
+    return loader.load([POLICIES])
+
+
+@pytest.mark.parametrize(("case", "obj"), misshapen(), ids=[c for c, _ in misshapen()])
+def test_a_misshapen_workload_gets_no_internal_error(shipped: PolicySet, case: str, obj: dict[str, Any]) -> None:
+    outcome = admission.admit(review.request_for_object(obj, namespace="prod"), policies=shipped)
+    assert outcome.result != "error", (case, outcome.error)
+    assert not any("internal error" in w for w in outcome.warnings), (case, outcome.warnings)
+
+
+def test_the_warning_names_the_field_and_the_policy_is_left_out(shipped: PolicySet) -> None:
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][0]["matchExpressions"] = 5
+    outcome = admission.admit(review.request_for_object(obj, namespace="prod"), policies=shipped)
+    assert outcome.failed and outcome.result != "error"
+    said = ": not applied: matchExpressions is not a list (at spec.template.spec.affinity."
+    assert sorted(w.split(said)[0] for w in outcome.warnings if said in w) == sorted(outcome.failed), outcome.warnings
+
+
+def test_null_fields_are_absent_as_go_decodes_them(shipped: PolicySet) -> None:
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["affinity"] = None
+    obj["metadata"]["annotations"] = None
+    outcome = admission.admit(review.request_for_object(obj, namespace="prod"), policies=shipped)
+    assert not outcome.failed and outcome.result == "patched", outcome.warnings
