@@ -45,7 +45,7 @@ from typing import Any
 
 from webhook.audit.state import AuditState
 from webhook.kube.deployment import API_DEFAULT, REVISION_KEY, resolve
-from webhook.scheduler.filters import NODE_FILTERS, STATIC_FILTERS, node_resources_fit
+from webhook.scheduler.filters import NODE_FILTERS, STATIC_FILTERS
 from webhook.scheduler.nodeinfo import NodeInfo
 from webhook.scheduler.plan import Options, PodPlan
 from webhook.scheduler.podinfo import PodInfo
@@ -119,7 +119,19 @@ def _replaceable(plan: PodPlan, old: PodInfo, state: AuditState, options: Option
     node = state.cluster.cluster.nodes.get(state.pods.node_of.get(old.id, ""))
     if node is None or any(check(plan, node, options) is not None for check in STATIC_FILTERS):
         return False
-    return node_resources_fit(plan, node.without_pods([old]), options) is None
+    return _within(node)
+
+
+def _within(node: NodeInfo) -> bool:
+    """The node's pods fit it (no more pods, and no more of any resource, than it allows):
+    then a pod asking what one of them asks fits once that one is gone (``fitsRequest``
+    compares the count plus one, and each asked amount plus what the others request, with
+    allocatable). Stricter than the filter where the pod asks for none of a resource, which
+    only makes the shortcut decline."""
+    alloc, used = node.allocatable, node.requested
+    if len(node.pods) > alloc.pods or used.cpu > alloc.cpu or used.memory > alloc.memory:
+        return False
+    return used.ephemeral <= alloc.ephemeral and all(v <= alloc.scalars.get(k, 0) for k, v in used.scalars.items())
 
 
 def _room_somewhere(plan: PodPlan, state: AuditState, options: Options) -> bool:
