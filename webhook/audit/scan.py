@@ -24,8 +24,9 @@ Caching: an object's policy verdicts are kept while its uid and resourceVersion,
 set, its namespace's labels and the cluster view's nodes and priority classes stay the same
 (an object without a resourceVersion, from a hand-written file, is never cached). ``full``
 recomputes every scheduling verdict (the snapshot is new); ``changed`` recomputes only the
-named workloads, policy and scheduling verdicts alike, and returns every workload's current
-results, the others' from the cache.
+named workloads, policy and scheduling verdicts alike (so an incremental pass costs what those
+workloads cost, not what the cluster does), and returns every workload's current results,
+the others' as the last pass left them.
 """
 from __future__ import annotations
 
@@ -86,27 +87,35 @@ class Auditor:
     def full(self, state: AuditState) -> list[Result]:
         """Every workload of ``state`` audited: policy verdicts from the cache where their basis
         is unchanged, scheduling verdicts all new."""
-        return self._pass(state, lambda key: True)
+        entries: dict[str, _Entry] = {}
+        self._uids = {}
+        for key, obj in state.objects.items():
+            entries[key] = self._audit(key, obj, state, self._entries.get(key))
+            self._remember(key, obj)
+        self._entries = entries
+        return self._collect()
 
     def changed(self, state: AuditState, keys: Iterable[str]) -> list[Result]:
-        """Only the workloads ``keys`` names (uids or ``Kind/namespace/name``) audited again,
-        and those never seen; the complete current results returned."""
-        wanted = {self._uids.get(k, k) for k in keys}
-        return self._pass(state, lambda key: key in wanted or key not in self._entries)
+        """Only the workloads ``keys`` names (uids or ``Kind/namespace/name``) audited again: a
+        named one ``state`` no longer holds is dropped, a new one must be named too. Returns
+        every workload's current results, the others' as the last pass left them."""
+        for name in keys:
+            key = self._uids.get(name, name)
+            obj = state.objects.get(key)
+            if obj is None:
+                self._entries.pop(key, None)
+                continue
+            self._entries[key] = self._audit(key, obj, state, self._entries.get(key))
+            self._remember(key, obj)
+        return self._collect()
 
-    def _pass(self, state: AuditState, again: Any) -> list[Result]:
-        entries: dict[str, _Entry] = {}
-        uids: dict[str, str] = {}
-        for key, obj in state.objects.items():
-            entry = self._entries.get(key)
-            if entry is None or again(key):
-                entry = self._audit(key, obj, state, entry)
-            entries[key] = entry
-            uid = meta(obj, "uid")
-            if isinstance(uid, str) and uid:
-                uids[uid] = key
-        self._entries, self._uids = entries, uids
-        return sorted((r for e in entries.values() for r in e.results), key=_order)
+    def _remember(self, key: str, obj: Mapping[str, Any]) -> None:
+        uid = meta(obj, "uid")
+        if isinstance(uid, str) and uid:
+            self._uids[uid] = key
+
+    def _collect(self) -> list[Result]:
+        return sorted((r for e in self._entries.values() if e.policy is not None for r in e.results), key=_order)
 
     def _audit(self, key: str, obj: Mapping[str, Any], state: AuditState, cached: _Entry | None) -> _Entry:
         target = self.targets.for_object(obj)

@@ -1,0 +1,91 @@
+"""``placement-webhook audit`` as a user runs it: the table, the machine forms, the exit codes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from webhook import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = str(ROOT / "examples" / "audit" / "cluster.yaml")
+POLICIES = [str(ROOT / "policies" / "avoid-maintenance.yaml"), str(ROOT / "policies" / "critical-on-demand.yaml")]
+
+
+def audit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main(["audit", *args])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_table_groups_by_namespace_with_problems_first(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = audit(capsys, "--cluster-state", CLUSTER, "--policies", *POLICIES)
+    assert code == 1
+    blocks = [line for line in out.splitlines() if line.startswith("NAMESPACE ")]
+    assert blocks == ["NAMESPACE tools", "NAMESPACE shop"]  # tools holds the one error
+    shop = out.split("NAMESPACE shop\n")[1].splitlines()
+    statuses = [line.split()[0] for line in shop[1:] if line.strip() and not line.startswith("20 results")]
+    assert statuses == sorted(statuses, key=["error", "fail", "warn", "skip", "pass"].index)
+    assert any("Deployment/web" in line and "rollout would stop at 0 of 2" in line
+               and "didn't match pod anti-affinity rules" in line for line in shop)
+    assert out.splitlines()[-1] == "20 results for 7 workloads: 6 fail, 3 warn, 1 error, 1 skip, 9 pass"
+
+
+def test_json_prints_every_result_with_stable_field_names_and_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = audit(capsys, "--cluster-state", CLUSTER, "--policies", *POLICIES, "-o", "json")
+    data = json.loads(out)
+    assert code == 1 and data["summary"] == {"pass": 9, "fail": 6, "warn": 3, "skip": 1, "error": 1}
+    assert all(set(r) == {"resource", "policy", "rule", "result", "message", "patch"} for r in data["results"])
+    assert all(set(r["resource"]) == {"apiVersion", "kind", "name", "namespace", "uid"} for r in data["results"])
+    cart = next(r for r in data["results"] if r["resource"]["name"] == "cart" and r["policy"] == "avoid-maintenance")
+    assert cart["result"] == "fail" and cart["rule"] == "affinity"
+    assert cart["resource"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cart", "namespace": "shop",
+                                "uid": "6f1c1e52-0002"}
+    assert cart["patch"][0]["op"] == "add" and cart["patch"][0]["path"] == "/spec/template/spec/affinity"
+
+
+def test_yaml_is_the_same_data(capsys: pytest.CaptureFixture[str]) -> None:
+    _, as_json, _ = audit(capsys, "--cluster-state", CLUSTER, "--policies", *POLICIES, "-o", "json")
+    _, as_yaml, _ = audit(capsys, "--cluster-state", CLUSTER, "--policies", *POLICIES, "-o", "yaml")
+    assert yaml.safe_load(as_yaml) == json.loads(as_json)
+
+
+def test_a_cluster_that_passes_every_check_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Only the workloads the policies already placed, and the policies alone (no simulation).
+    items = yaml.safe_load(Path(CLUSTER).read_text())["items"]
+    kept = [o for o in items if o["kind"] != "Deployment" or o["metadata"]["name"] == "web"]
+    state = tmp_path / "cluster.yaml"
+    state.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": kept}))
+    code, out, _ = audit(capsys, "--cluster-state", str(state), "--policies", *POLICIES, "--no-scheduling")
+    assert code == 0, out
+    assert out.splitlines()[-1] == "1 results for 1 workloads: 0 fail, 0 warn, 0 error, 0 skip, 1 pass"
+
+
+def test_without_a_cluster_or_with_both_kinds_of_cluster_it_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = audit(capsys, "--policies", *POLICIES)
+    assert code == 2 and "give the cluster as --cluster-state FILE... or --kubeconfig FILE" in err
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    code, _, err = audit(capsys, "--policies", *POLICIES, "--cluster-state", CLUSTER, "--kubeconfig", str(kubeconfig))
+    assert code == 2
+
+
+def test_a_broken_policy_path_or_cluster_state_is_a_usage_error(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = audit(capsys, "--cluster-state", CLUSTER, "--policies", str(tmp_path / "missing"))
+    assert code == 2 and "does not exist" in err
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing\n")
+    code, _, err = audit(capsys, "--cluster-state", str(empty), "--policies", *POLICIES)
+    assert code == 2 and "holds no Kubernetes object" in err
+
+
+def test_an_unknown_output_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = audit(capsys, "--cluster-state", CLUSTER, "--policies", *POLICIES, "-o", "table")
+    assert code == 2 and "invalid choice: 'table'" in err
