@@ -76,9 +76,14 @@ app.kubernetes.io/component: admission-webhook
 {{- if has "cluster" (splitList "," .Values.policies.from) -}}true{{- end -}}
 {{- end -}}
 
-{{/* The server talks to the API server (and needs its token) for the cluster view or for PlacementPolicy objects. */}}
+{{/* The server talks to the API server (and needs its token) for the cluster view, for PlacementPolicy objects or for the background audit. */}}
 {{- define "placement-webhook.readsCluster" -}}
-{{- if or .Values.clusterView.enabled (include "placement-webhook.policiesFromCluster" .) -}}true{{- else -}}false{{- end -}}
+{{- if or .Values.clusterView.enabled (include "placement-webhook.policiesFromCluster" .) .Values.audit.enabled -}}true{{- else -}}false{{- end -}}
+{{- end -}}
+
+{{/* The server stands for its Lease (one replica writes PlacementPolicy status and runs the audit): "true" or "". */}}
+{{- define "placement-webhook.leads" -}}
+{{- if or (include "placement-webhook.policiesFromCluster" .) .Values.audit.enabled -}}true{{- end -}}
 {{- end -}}
 
 {{/* DNS names the API server may use to reach the Service (it uses <svc>.<ns>.svc). */}}

@@ -18,7 +18,8 @@ the disruption controller), ``graceful_pod_deletion`` (scheduled pods terminate 
 once), ``bookmark_interval``, ``watch_timeout``, ``history`` (events kept per resource),
 ``page_size`` (force paging), ``seed`` (default namespaces and system priority classes),
 ``record_requests``, ``pdb_deletion_timeout``, ``placement_policies`` (serve the PlacementPolicy
-custom resource, as if the chart's CRD were installed).
+custom resource, as if the chart's CRD were installed), ``policy_reports`` (serve wgpolicyk8s.io's
+PolicyReport and ClusterPolicyReport, as if their CRDs were installed).
 Set ``server.latency`` (seconds) to answer every request that much later: a network's round trip.
 
 Known differences from a real kube-apiserver:

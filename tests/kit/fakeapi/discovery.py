@@ -86,11 +86,15 @@ DAEMONSETS = Resource("apps", "daemonsets", "daemonset", "DaemonSet", True, ("ds
 # metadata and status (apiextensions-apiserver customResourceStrategy.PrepareForUpdate).
 PLACEMENT_POLICIES = Resource("placement.novasphere.dev", "placementpolicies", "placementpolicy", "PlacementPolicy",
                               False, ("pp",), status=True, generation=True)
+# The wgpolicyk8s.io/v1alpha2 report CRDs the background audit writes (the chart's files/crds).
+POLICY_REPORTS = Resource("wgpolicyk8s.io", "policyreports", "policyreport", "PolicyReport", True, ("polr",))
+CLUSTER_POLICY_REPORTS = Resource("wgpolicyk8s.io", "clusterpolicyreports", "clusterpolicyreport",
+                                  "ClusterPolicyReport", False, ("cpolr",))
 NODE_METRICS = Resource("metrics.k8s.io", "nodes", "", "NodeMetrics", False, verbs=("get", "list"))
 POD_METRICS = Resource("metrics.k8s.io", "pods", "", "PodMetrics", True, verbs=("get", "list"))
 
 ALL_STORED = (PODS, NODES, NAMESPACES, EVENTS, PRIORITY_CLASSES, LEASES, PDBS, DEPLOYMENTS, REPLICASETS,
-              STATEFULSETS, DAEMONSETS, PLACEMENT_POLICIES)
+              STATEFULSETS, DAEMONSETS, PLACEMENT_POLICIES, POLICY_REPORTS, CLUSTER_POLICY_REPORTS)
 BY_STORAGE = {r.storage_key: r for r in ALL_STORED}
 
 
@@ -112,6 +116,7 @@ class ServedApi:
     minor: int
     metrics: bool = False
     placement_policies: bool = False  # the PlacementPolicy CRD is installed
+    policy_reports: bool = False  # the PolicyReport and ClusterPolicyReport CRDs are installed
     group_versions: list[GroupVersion] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -131,6 +136,8 @@ class ServedApi:
             gvs.append(GroupVersion("metrics.k8s.io", "v1beta1", (NODE_METRICS, POD_METRICS)))
         if self.placement_policies:
             gvs.append(GroupVersion("placement.novasphere.dev", "v1alpha1", (PLACEMENT_POLICIES,)))
+        if self.policy_reports:
+            gvs.append(GroupVersion("wgpolicyk8s.io", "v1alpha2", (POLICY_REPORTS, CLUSTER_POLICY_REPORTS)))
         self.group_versions = gvs
 
     def find(self, group: str, version: str) -> GroupVersion | None:
