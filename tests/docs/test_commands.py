@@ -30,7 +30,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELLS = {"sh", "console"}
 FENCE = re.compile(r"^\s*```(\S*)\s*$")
 # Offline verbs that read files of the repository and change nothing outside a tmp folder.
-OFFLINE = {"mutate", "lint", "test", "explain", "schema", "certs"}
+OFFLINE = {"mutate", "lint", "test", "explain", "audit", "schema", "certs"}
 SHELL = {"|", ">", ">>", "<", "2>", "2>&1", ";", "&&", "||"}
 
 
@@ -139,8 +139,8 @@ def why_not_run(shown: Shown) -> str | None:
         return None  # prints the scheduler's configuration entry and exits
     if verb not in OFFLINE:
         return f"{verb} serves or talks to a cluster"
-    if verb == "explain" and "--cluster-state" not in shown.argv:
-        return "explain reads a live cluster"
+    if verb in ("explain", "audit") and "--cluster-state" not in shown.argv:
+        return f"{verb} reads a live cluster"
     if "--kubeconfig" in shown.argv or any("cluster" in a for a in _values_of(shown.argv, "--policies-from")):
         return "it reads a live cluster"
     if "--update" in shown.argv or "--junit" in shown.argv:
@@ -195,7 +195,7 @@ def test_the_docs_show_commands_that_this_check_runs() -> None:
     run = {(s.where.split(":")[0], s.argv[0]) for s in RUN}
     assert {("README.md", "mutate"), ("README.md", "lint"), ("README.md", "test"), ("README.md", "explain"),
             ("docs/explain.md", "explain"), ("docs/testing-policies.md", "test"), ("docs/install.md", "certs"),
-            ("docs/extender.md", "extender")} <= run
+            ("docs/extender.md", "extender"), ("docs/audit.md", "audit")} <= run
 
 
 @pytest.mark.parametrize("argv", [("lint", "--policies-from", "cluster"), ("test", "p/", "--policies-from=files,cluster"),
