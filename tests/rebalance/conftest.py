@@ -33,9 +33,11 @@ def owner_ref(uid: str) -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"web-{uid}", "uid": uid, "controller": True}
 
 
-def web(name: str, *, node: str = ON_DEMAND_NODE, owner: str = "rs-1", ready: bool = True) -> dict[str, Any]:
-    """An interruptible replica of the web ReplicaSet (``node`` empty: not bound yet)."""
-    made = pod(name, "shop", node_name=node, labels={"app": "web"}, owner=owner_ref(owner), ready=ready,
+def web(name: str, *, node: str = ON_DEMAND_NODE, owner: str = "rs-1", ready: bool = True,
+        app: str = "web") -> dict[str, Any]:
+    """An interruptible replica of the web ReplicaSet (``node`` empty: not bound yet); another
+    ``app`` is out of the web budget's reach."""
+    made = pod(name, "shop", node_name=node, labels={"app": app}, owner=owner_ref(owner), ready=ready,
                phase="Running" if node else "Pending")
     made["metadata"]["annotations"] = {INTERRUPTIBLE: "true"}
     made["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}

@@ -34,7 +34,7 @@ class Running:
         spot = SpotConfig()
         cache = component.view(self.client, spot, "policy/v1beta1", page_size=50, watch_timeout=5.0, backoff=FAST,
                                min_watch_duration=0.0, version_timeout=2.0)
-        options = {"eviction_version": "policy/v1beta1", "backoff": 100.0, "max_backoff": 400.0,
+        options = {"eviction_version": "policy/v1beta1", "interval": 50.0, "backoff": 2.0, "max_backoff": 8.0,
                    "follow_timeout": 600.0, **settings}
         self.rebalancer = Rebalancer(self.client, cache, spot,
                                      RebalanceSettings(policy=decide.Settings(max_evictions=2), **options),
@@ -141,10 +141,13 @@ async def test_the_world_is_the_view_the_pods_as_decide_projects_them_and_the_cl
 
 async def test_at_most_max_evictions_moves_a_pass_and_one_per_owner_awaited(
         server: FakeApiServer, running: Callable[..., Any]) -> None:
-    plan = Stub([move(server, f"web-{i}", to="spot-1", owner=f"rs-{i}") for i in (1, 2, 3)])
+    server.load([web("other-2", owner="rs-2", app="other"), web("other-3", owner="rs-3", app="other")])
+    plan = Stub([move(server, "web-1", to="spot-1"), *(move(server, f"other-{i}", to="spot-1", owner=f"rs-{i}")
+                                                       for i in (2, 3))])
     one = await running(plan)
-    assert list((await one.rebalancer.run_pass()).answers) == ["shop/web-1", "shop/web-2"], "max_evictions=2"
-    plan.decisions = [move(server, "web-3", to="spot-1", owner="rs-1")]  # rs-1's replacement is not bound yet
+    assert (await one.rebalancer.run_pass()).answers == {"shop/web-1": "evicted", "shop/other-2": "evicted"}, \
+        "max_evictions=2"
+    plan.decisions = [move(server, "web-3", to="spot-1")]  # rs-1's replacement is not bound yet
     assert (await one.rebalancer.run_pass()).answers == {}, "an owner is not moved again while awaited"
 
 
@@ -161,6 +164,20 @@ async def test_a_replacement_bound_where_the_simulation_said_holds_the_predictio
     assert counted(one.metrics.replacements, "as-simulated") == 1 and counted(one.metrics.mispredictions) == 0
 
 
+async def test_the_replacement_is_of_the_moved_pod_s_own_controller_and_the_backoff_of_plan_s_owner(
+        server: FakeApiServer, running: Callable[..., Any]) -> None:
+    plan = Stub([move(server, "web-1", to="spot-1", owner="deploy-1")])  # plan's owner: the Deployment above rs-1
+    one = await running(plan)
+    await one.rebalancer.run_pass()
+    plan.decisions = [move(server, "web-2", to="spot-1", owner="deploy-1")]
+    assert (await one.rebalancer.run_pass()).answers == {}, "the Deployment is not moved again while awaited"
+    server.apply_object(web("web-1b", node=ON_DEMAND_NODE))  # the ReplicaSet's replacement
+    await until(lambda: not one.rebalancer.following, what="the replacement to be seen")
+    assert counted(one.metrics.mispredictions) == 1
+    await one.rebalancer.run_pass()
+    assert plan.calls[-1][2] == frozenset({"deploy-1"}), "plan hears of the owner it named"
+
+
 async def test_a_replacement_on_a_node_tied_with_the_target_is_as_simulated(
         server: FakeApiServer, running: Callable[..., Any]) -> None:
     one = await running(Stub([move(server, "web-1", to="spot-1", ties=frozenset({"spot-2"}))]))
@@ -170,7 +187,7 @@ async def test_a_replacement_on_a_node_tied_with_the_target_is_as_simulated(
     assert counted(one.metrics.replacements, "as-simulated") == 1 and counted(one.metrics.mispredictions) == 0
 
 
-async def test_a_replacement_elsewhere_is_a_misprediction_told_counted_and_backed_off_doubling_to_a_cap(
+async def test_a_replacement_elsewhere_is_a_misprediction_told_counted_and_backed_off_intervals_doubling_to_a_cap(
         server: FakeApiServer, running: Callable[..., Any], clock: FakeClock) -> None:
     plan = Stub([move(server, "web-1", to="spot-1")])
     one = await running(plan)

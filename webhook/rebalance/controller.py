@@ -12,12 +12,14 @@ gone, a refusal, an outage are answers, counted and logged, never raised); they 
 another, at most ``max_evictions`` a pass. A moved pod gets a ``Rebalanced`` Event saying where
 it was, where the simulation expects its replacement, and the points it gains.
 
-Then the owner is followed: the first pod of the same controller that was not there at the
-eviction and is bound to a node is the replacement. On the node the simulation chose, the
+Then the owner is followed: the first pod of the moved pod's own controller (its ReplicaSet,
+where ``plan``'s owner is the Deployment above it) that was not there at the eviction and is
+bound to a node is the replacement. On the node the simulation chose, the
 prediction held; anywhere else it is a misprediction: counted, told in a Warning Event
 (``RebalanceMispredicted``) on the replacement, and the owner is backed off, left out of the
-next passes (``plan``'s ``backoff``) for ``backoff`` seconds, doubled with each further
-misprediction up to ``max_backoff``; a prediction that holds forgives the owner. A replacement
+next passes (``plan``'s ``backoff``) for ``backoff`` intervals, doubled with each further
+misprediction up to ``max_backoff`` intervals (2 and 64 by default: 2 minutes to about an hour
+at the default interval); a prediction that holds forgives the owner. A replacement
 not seen within ``follow_timeout`` is counted as such and no longer awaited.
 
 Every time comes from one ``Clock`` (``spot.drain``'s), which tests replace.
@@ -60,15 +62,16 @@ class RebalanceSettings:
     interval: float = 60.0  # seconds between passes
     dry_run: bool = False
     eviction_version: str = "policy/v1"
-    backoff: float = 600.0  # seconds an owner is left alone after its first misprediction
-    max_backoff: float = 6 * 3600.0
+    backoff: float = 2.0  # intervals an owner is left alone after its first misprediction
+    max_backoff: float = 64.0  # intervals at most, however many mispredictions in a row
     follow_timeout: float = 600.0  # seconds a moved pod's replacement is awaited
 
 
 @dataclass
 class _Follow:
-    """A moved pod's owner, until its replacement is bound: ``known`` are the uids of the owner's
-    pods at the eviction; ``early`` a replacement bound before the eviction's answer came."""
+    """A moved pod's controller, until its replacement is bound: ``known`` are the uids of the
+    controller's pods at the eviction; ``early`` a replacement bound before the eviction's answer
+    came. The decision's owner (what ``plan`` backs off) may be the controller's own owner."""
 
     decision: Decision
     since: float
@@ -105,9 +108,9 @@ class Rebalancer:
                                     component=COMPONENT)
         self.pods = cache.pods_by_node(functools.partial(decide.project_pod, spot=spot))
         self.pods.listen(self._on_pod)
-        self.following: dict[str, _Follow] = {}  # by owner uid
-        self.strikes: dict[str, int] = {}  # mispredictions in a row, by owner uid
-        self.backed_off_until: dict[str, float] = {}  # by owner uid, Unix time
+        self.following: dict[str, _Follow] = {}  # by the moved pod's controller uid
+        self.strikes: dict[str, int] = {}  # mispredictions in a row, by the decisions' owner uid
+        self.backed_off_until: dict[str, float] = {}  # by the decisions' owner uid, Unix time
         self.passes = 0  # passes done: tests wait for one instead of sleeping
 
     # -- the loop --
@@ -137,8 +140,9 @@ class Rebalancer:
         now = self.clock.time()
         self._expire(now)
         report = PassReport(self.decisions(now))
+        awaited = {follow.decision.candidate.owner.uid for follow in self.following.values()}
         moves = [d for d in report.decisions if d.verdict is Verdict.MOVE and d.candidate.owner.uid not in
-                 self.following][:self.settings.policy.max_evictions]
+                 awaited][:self.settings.policy.max_evictions]
         for decision in moves:
             report.answers[decision.candidate.key] = await self._move(decision)
         self.metrics.passes.labels("done").inc()
@@ -185,15 +189,15 @@ class Rebalancer:
             self.metrics.evictions.labels("gone").inc()
             log.info("rebalance: the pod left before its eviction", extra={"fields": {"pod": candidate.key}})
             return "gone"
-        owner = candidate.owner.uid
+        controller = controller_uid(pod)
         # Followed before the eviction is sent: its replacement may be in the view before the answer.
-        follow = self.following[owner] = _Follow(decision, self.clock.time(), self._owned_by(owner))
+        follow = self.following[controller] = _Follow(decision, self.clock.time(), self._owned_by(controller))
         result, message = await self.evictor.evict(pod)
         self.metrics.evictions.labels(result).inc()
         fields = {"pod": candidate.key, "owner": f"{candidate.owner.kind}/{candidate.owner.name}",
                   "from": candidate.node, "to": decision.target, "gain": decision.gain, "result": result}
         if result != "evicted":
-            self.following.pop(owner, None)
+            self.following.pop(controller, None)
             level = logging.WARNING if result == "failed" else logging.INFO
             log.log(level, "rebalance: not evicted", extra={"fields": {**fields, "message": message}})
             return result
@@ -202,31 +206,31 @@ class Rebalancer:
         self.events.record(pod, "Pod", "Normal", "Rebalanced", moved_message(decision))
         log.info("rebalance: evicted", extra={"fields": fields})
         if follow.early is not None:
-            self._placed(owner, *follow.early)
+            self._placed(controller, *follow.early)
         return result
 
-    def _owned_by(self, owner: str) -> frozenset[str]:
+    def _owned_by(self, controller: str) -> frozenset[str]:
         return frozenset(str((p.get("metadata") or {}).get("uid")) for p in self.cache.informers[PODS].values()
-                         if controller_uid(p) == owner)
+                         if controller_uid(p) == controller)
 
     # -- following the owner --
     def _on_pod(self, key: str, before: str | None, after: str | None, old: Mapping[str, Any] | None,
                 new: Mapping[str, Any] | None) -> None:
         if new is None or after is None or not self.following:
             return
-        owner = controller_uid(new)
-        follow = self.following.get(owner)
+        controller = controller_uid(new)
+        follow = self.following.get(controller)
         if follow is None or str((new.get("metadata") or {}).get("uid")) in follow.known:
             return
         if not follow.evicted:
             follow.early = follow.early or (new, after)
             return
-        self._placed(owner, new, after)
+        self._placed(controller, new, after)
 
-    def _placed(self, owner: str, pod: Mapping[str, Any], node: str) -> None:
-        """The replacement of ``owner``'s moved pod is bound to ``node``: was that the simulation's?"""
-        follow = self.following.pop(owner)
-        decision = follow.decision
+    def _placed(self, controller: str, pod: Mapping[str, Any], node: str) -> None:
+        """The replacement of ``controller``'s moved pod is bound to ``node``: was that the simulation's?"""
+        decision = self.following.pop(controller).decision
+        owner = decision.candidate.owner.uid
         expected = expected_nodes(decision)
         fields = {"pod": pod_key(pod), "owner": f"{decision.candidate.owner.kind}/{decision.candidate.owner.name}",
                   "expected": sorted(expected), "node": node}
@@ -237,7 +241,7 @@ class Rebalancer:
             log.info("rebalance: the replacement is where the simulation said", extra={"fields": fields})
             return
         strikes = self.strikes[owner] = self.strikes.get(owner, 0) + 1
-        wait = min(self.settings.max_backoff, self.settings.backoff * 2 ** (strikes - 1))
+        wait = self.settings.interval * min(self.settings.max_backoff, self.settings.backoff * 2 ** (strikes - 1))
         self.backed_off_until[owner] = self.clock.time() + wait
         self.metrics.replacements.labels("mispredicted").inc()
         self.metrics.mispredictions.inc()
@@ -249,9 +253,9 @@ class Rebalancer:
 
     def _expire(self, now: float) -> None:
         """Replacements awaited longer than ``follow_timeout`` are no longer awaited."""
-        for owner, follow in list(self.following.items()):
+        for controller, follow in list(self.following.items()):
             if now - follow.since >= self.settings.follow_timeout:
-                del self.following[owner]
+                del self.following[controller]
                 self.metrics.replacements.labels("not-seen").inc()
                 log.info("rebalance: no replacement seen in time", extra={"fields": {
                     "pod": follow.decision.candidate.key, "seconds": self.settings.follow_timeout}})
