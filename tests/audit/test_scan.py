@@ -227,3 +227,22 @@ def test_changed_takes_kind_namespace_name_keys_and_drops_removed_workloads() ->
 def test_results_come_sorted_by_namespace_workload_policy_and_rule(results: list[Result]) -> None:
     keys = [(r.resource.namespace or "", r.resource.kind, r.resource.name, r.policy, r.rule) for r in results]
     assert keys == sorted(keys)
+
+
+def test_the_cluster_as_a_live_read_projects_it_audits_as_the_files_do(results: list[Result]) -> None:
+    """``--kubeconfig`` and the server's audit read workloads and pods through the snapshot's
+    projections: what they keep (owners with their group, annotations, resourceVersion) must
+    give the verdicts the whole objects give."""
+    from webhook.cluster.snapshot import SharedValues, project_pod, project_workload
+
+    share = SharedValues()
+    items = _objects()[0]["items"]
+    projected = []
+    for obj in items:
+        kind = obj["kind"]
+        if kind == "Pod":
+            obj = {**project_pod(obj, share=share), "apiVersion": "v1", "kind": "Pod"}
+        elif kind in ("Deployment", "ReplicaSet"):
+            obj = {**project_workload(obj), "apiVersion": "apps/v1", "kind": kind}
+        projected.append(obj)
+    assert Auditor(_shipped()).full(_state(projected)) == results

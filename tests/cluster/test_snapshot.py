@@ -40,7 +40,8 @@ def workload(kind: str, name: str, namespace: str = "default", **spec: Any) -> J
                 "spec": {"containers": [{"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}]}]}}
     return {"apiVersion": "apps/v1", "kind": kind,
             "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}, "uid": f"uid-{name}",
-                         "annotations": {"note": "dropped"}},
+                         "resourceVersion": "4711",
+                         "annotations": {"note": "kept", "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
             "spec": {"selector": {"matchLabels": {"app": name}}, "template": template, **spec},
             "status": {"replicas": 2, "readyReplicas": 1, "updatedReplicas": 2, "observedGeneration": 7,
                        "conditions": [{"type": "Available", "status": "True"}]}}
@@ -328,7 +329,7 @@ def test_a_projected_pod_keeps_what_the_scheduler_reads_and_drops_the_rest() -> 
     assert projected["metadata"] == {
         "name": "web-1", "namespace": "prod", "labels": {"app": "web", "tier": "front"}, "uid": "u-1",
         "deletionTimestamp": "2024-05-01T11:00:00Z",
-        "ownerReferences": [{"kind": "ReplicaSet", "name": "web-abc", "controller": True}]}
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc", "controller": True}]}
     assert spec["containers"] == [
         {"name": "app", "resources": {"requests": {"cpu": "500m", "memory": "256Mi", "example.com/gpu": "1"}},
          "ports": [{"containerPort": 9090, "hostPort": 9090, "hostIP": "10.0.0.1", "protocol": "UDP"}]},
@@ -389,7 +390,8 @@ def test_a_projected_workload_keeps_its_template_whole_and_its_strategy() -> Non
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}}
     deployment = workload("Deployment", "web", replicas=3, strategy=strategy, revisionHistoryLimit=10)
     projected = project_workload(deployment)
-    assert projected["metadata"] == {"name": "web", "namespace": "default", "labels": {"app": "web"}, "uid": "uid-web"}
+    assert projected["metadata"] == {"name": "web", "namespace": "default", "labels": {"app": "web"}, "uid": "uid-web",
+                                     "resourceVersion": "4711", "annotations": {"note": "kept"}}
     assert projected["spec"] == {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "strategy": strategy,
                                  "template": deployment["spec"]["template"]}
     assert projected["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
@@ -401,4 +403,11 @@ def test_a_projected_workload_keeps_its_template_whole_and_its_strategy() -> Non
     projected = project_workload(daemonset)
     assert projected["spec"]["updateStrategy"] == {"type": "OnDelete"} and "strategy" not in projected["spec"]
     assert projected["status"] == {"desiredNumberScheduled": 5, "numberReady": 4, "updatedNumberScheduled": 5}
-    assert projected["metadata"]["ownerReferences"] == [{"kind": "Thing", "name": "x"}]
+    assert projected["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Thing", "name": "x"}]
+
+
+def test_a_projected_pod_keeps_placement_webhooks_own_annotations_only() -> None:
+    whole = full_pod()
+    whole["metadata"]["annotations"]["placement.novasphere.dev/skip"] = "true"
+    assert project_pod(whole)["metadata"]["annotations"] == {"placement.novasphere.dev/skip": "true"}
+    assert "annotations" not in project_pod(full_pod())["metadata"]

@@ -39,6 +39,8 @@ from typing import Any
 
 import msgspec
 
+from webhook import PREFIX
+
 from . import discovery
 from .cache import NAMESPACES, NODES, PRIORITY_CLASSES, ClusterCache
 from .client import Client, describe, final, transport_cause
@@ -123,9 +125,10 @@ def _meta(obj: Object) -> Mapping[str, Any]:
 def _identity(meta: Mapping[str, Any], share: Share) -> dict[str, Any]:
     metadata = {"name": meta.get("name"), "namespace": share(meta.get("namespace")),
                 "labels": share(dict(meta.get("labels") or {})), "uid": meta.get("uid")}
-    # ownerReferences as ``metav1.GetControllerOf`` and the rollout read them: kind, name and
-    # whether the owner is the controller.
-    owners = [{k: ref[k] for k in ("kind", "name", "controller") if k in ref}
+    # ownerReferences as ``metav1.GetControllerOf``, the rollout and admission read them: the
+    # owner's apiVersion and kind (admission leaves an object a workload kind controls to its
+    # owner, and the group says which kind), its name and whether it is the controller.
+    owners = [{k: ref[k] for k in ("apiVersion", "kind", "name", "controller") if k in ref}
               for ref in meta.get("ownerReferences") or () if isinstance(ref, Mapping)]
     if owners:
         metadata["ownerReferences"] = share(owners)
@@ -170,6 +173,9 @@ def project_pod(obj: Object, *, share: Share = _unshared) -> Projected:
     phase). Images, env, volumes, probes, conditions and managedFields are dropped."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     metadata = _identity(meta, share)
+    ours = {k: v for k, v in (meta.get("annotations") or {}).items() if str(k).startswith(PREFIX)}
+    if ours:  # the opt-out a bare pod may carry, which the audit reads; the rest is dropped
+        metadata["annotations"] = share(ours)
     if meta.get("deletionTimestamp") is not None:
         metadata["deletionTimestamp"] = meta["deletionTimestamp"]
     pod_spec = _kept(spec, _POD_SPEC_KEPT, share)
@@ -202,12 +208,25 @@ _WORKLOAD_STATUS = (
 )
 
 
+# The annotation ``kubectl apply`` keeps the whole last applied object in: no policy reads it.
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
 def project_workload(obj: Object) -> Projected:
     """A Deployment, ReplicaSet, StatefulSet or DaemonSet: identity, owner (a ReplicaSet's
     Deployment), replicas, selector, the update strategy (``strategy`` or ``updateStrategy``) and
-    the pod template kept whole, since explain compares templates to find the running revision."""
+    the pod template kept whole, since explain compares templates to find the running revision;
+    and for the audit, which holds it against the policies as admission would, its annotations
+    (policies match on them, and the opt-out is one; but for ``LAST_APPLIED``) and its
+    resourceVersion (a verdict is kept while it is the same)."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
-    return {"metadata": _identity(meta, _unshared),
+    metadata = _identity(meta, _unshared)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED}
+    if annotations:
+        metadata["annotations"] = annotations
+    if meta.get("resourceVersion"):
+        metadata["resourceVersion"] = meta["resourceVersion"]
+    return {"metadata": metadata,
             "spec": _kept(spec, ("replicas", "selector", "strategy", "updateStrategy", "template")),
             "status": _kept(status, _WORKLOAD_STATUS)}
 
