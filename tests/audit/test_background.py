@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from tests.kit.report_api import ReportApi
+from tests.kit.workloads import deployment
 from webhook.audit import background
-from webhook.audit.background import BackgroundAudit
+from webhook.audit.background import BackgroundAudit, SnapshotAudit
 from webhook.audit.model import RULE_ROLLOUT, SCHEDULING_POLICY, Resource, Result, Status
 from webhook.audit.writer import ReportWriter
 from webhook.cluster.config import ClusterConfig
 from webhook.cluster.snapshot import Snapshot
+from webhook.kube.kinds import BUILTIN
 from webhook.policy.policyset import PolicySet
 
 WHERE = ClusterConfig(host="https://api.test")
@@ -157,3 +159,29 @@ async def test_passes_run_every_interval() -> None:
 def test_a_pass_without_results_has_empty_figures() -> None:
     assert background.out_of_policy([]) == {}
     assert background.rollout_risks([]) == {}
+
+
+def _unplaceable() -> Snapshot:
+    web = deployment("web", namespace="shop")
+    web.update(apiVersion="apps/v1", kind="Deployment")
+    web["metadata"].update(uid="uid-web", resourceVersion="7")
+    return Snapshot(objects=[web], server_version=(1, 20), match_label_keys=False)
+
+
+def test_scheduling_messages_are_worded_as_the_clusters_release_words_them() -> None:
+    audit = SnapshotAudit(BUILTIN)
+    old = _unplaceable()
+    new = Snapshot(objects=old.objects, server_version=(1, 31), match_label_keys=False)
+    worded = {version: [r.message for r in audit(snapshot, PolicySet()) if r.policy == SCHEDULING_POLICY]
+              for version, snapshot in (("1.20", old), ("1.31", new))}
+    assert worded["1.20"] and not any("preemption:" in m for m in worded["1.20"])
+    assert all("preemption:" in m for m in worded["1.31"])
+
+
+def test_a_workloads_skip_annotation_and_resource_version_reach_the_audit() -> None:
+    web = _unplaceable().objects[0]
+    web["metadata"]["annotations"] = {"placement.novasphere.dev/skip": "true",
+                                      "kubectl.kubernetes.io/last-applied-configuration": "{}" * 1000}
+    projected = background.project_audited(web)
+    assert projected["metadata"]["annotations"] == {"placement.novasphere.dev/skip": "true"}
+    assert projected["metadata"]["resourceVersion"] == "7"

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from webhook.audit import reports
 from webhook.audit.model import RULE_ROLLOUT, Result, Status
-from webhook.audit.scan import Auditor, AuditState
+from webhook.audit.scan import Auditor, AuditState, Options
 from webhook.audit.writer import ReportWriter, Written
 from webhook.cluster.config import ClusterConfig
 from webhook.cluster.informer import Object, Projected
@@ -29,6 +29,7 @@ from webhook.cluster.snapshot import Snapshot, project_workload, read_once
 from webhook.kube.kinds import Targets
 from webhook.policy.policyset import PolicySet
 from webhook.runtime import sync
+from webhook.scheduler.plan import Options as SchedulerOptions
 
 __all__ = ["Audit", "BackgroundAudit", "Pass", "SnapshotAudit", "out_of_policy", "project_audited", "read_cluster",
            "rollout_risks"]
@@ -101,16 +102,21 @@ async def read_cluster(where: ClusterConfig) -> Snapshot | str:
 
 class SnapshotAudit:
     """The audit of a snapshot (``scan.Auditor`` over an ``AuditState``), run in the worker
-    thread. One Auditor is kept while the policy set stays the same object, so that a workload
-    whose resourceVersion, namespace labels and view did not change keeps its policy verdicts."""
+    thread, its scheduling messages worded as the cluster's kube-scheduler release words them.
+    One Auditor is kept while the policy set (the same object) and the server's version stay, so
+    that a workload whose resourceVersion, namespace labels and view did not change keeps its
+    policy verdicts."""
 
     def __init__(self, targets: Targets) -> None:
         self.targets = targets
         self._auditor: Auditor | None = None
+        self._version: tuple[int, int] | None = None
 
     def __call__(self, snapshot: Snapshot, policies: PolicySet) -> list[Result]:
-        if self._auditor is None or self._auditor.policies is not policies:
-            self._auditor = Auditor(policies, targets=self.targets)
+        if self._auditor is None or self._auditor.policies is not policies or self._version != snapshot.server_version:
+            options = Options(scheduler=SchedulerOptions.for_version(snapshot.server_version))
+            self._auditor = Auditor(policies, targets=self.targets, options=options)
+            self._version = snapshot.server_version
         state = AuditState.from_objects(snapshot.objects, targets=self.targets,
                                         match_label_keys=snapshot.match_label_keys)
         return self._auditor.full(state)
