@@ -287,10 +287,13 @@ class ControlPlane:
             timeout=120,
         )
 
-    def api_client(self) -> Any:
+    def api_client(self, *, retries: bool | None = None) -> Any:
+        """A kubernetes ``ApiClient`` with the admin token; ``retries=False``: a refused connection
+        fails at once (urllib3 retries it three times by default)."""
         from kubernetes import client
 
         configuration = client.Configuration()
+        configuration.retries = retries
         configuration.host = self.url
         configuration.ssl_ca_cert = str(self.ca_file)
         configuration.api_key = {"authorization": self.token}
