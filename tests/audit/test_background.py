@@ -176,12 +176,3 @@ def test_scheduling_messages_are_worded_as_the_clusters_release_words_them() -> 
               for version, snapshot in (("1.20", old), ("1.31", new))}
     assert worded["1.20"] and not any("preemption:" in m for m in worded["1.20"])
     assert all("preemption:" in m for m in worded["1.31"])
-
-
-def test_a_workloads_skip_annotation_and_resource_version_reach_the_audit() -> None:
-    web = _unplaceable().objects[0]
-    web["metadata"]["annotations"] = {"placement.novasphere.dev/skip": "true",
-                                      "kubectl.kubernetes.io/last-applied-configuration": "{}" * 1000}
-    projected = background.project_audited(web)
-    assert projected["metadata"]["annotations"] == {"placement.novasphere.dev/skip": "true"}
-    assert projected["metadata"]["resourceVersion"] == "7"

@@ -24,21 +24,18 @@ from webhook.audit.model import RULE_ROLLOUT, Result, Status
 from webhook.audit.scan import Auditor, AuditState, Options
 from webhook.audit.writer import ReportWriter, Written
 from webhook.cluster.config import ClusterConfig
-from webhook.cluster.informer import Object, Projected
-from webhook.cluster.snapshot import Snapshot, project_workload, read_once
+from webhook.cluster.snapshot import Snapshot, read_once
 from webhook.kube.kinds import Targets
 from webhook.policy.policyset import PolicySet
 from webhook.runtime import sync
 from webhook.scheduler.plan import Options as SchedulerOptions
 
-__all__ = ["Audit", "BackgroundAudit", "Pass", "SnapshotAudit", "out_of_policy", "project_audited", "read_cluster",
+__all__ = ["Audit", "BackgroundAudit", "Pass", "SnapshotAudit", "out_of_policy", "read_cluster",
            "rollout_risks"]
 
 log = logging.getLogger(__name__)
 
 READ_TIMEOUT = 120.0  # seconds a pass may spend reading the cluster
-# Annotations no verdict reads that can be as large as the object itself.
-UNREAD_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
 
 # The audit proper, run in a worker thread: the snapshot and the policy set in, the verdicts out.
 Audit = Callable[[Snapshot, PolicySet], list[Result]]
@@ -81,23 +78,10 @@ def rollout_risks(results: Iterable[Result]) -> dict[str, int]:
     return counted
 
 
-def project_audited(obj: Object) -> Projected:
-    """A workload as the snapshot keeps it (``project_workload``) plus what admission and the
-    audit's cache read of its metadata: its annotations (the skip annotation; the last applied
-    configuration left out) and its resourceVersion."""
-    projected = project_workload(obj)
-    meta = obj.get("metadata") or {}
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in UNREAD_ANNOTATIONS}
-    if annotations:
-        projected["metadata"]["annotations"] = annotations
-    if meta.get("resourceVersion"):
-        projected["metadata"]["resourceVersion"] = meta["resourceVersion"]
-    return projected
-
-
 async def read_cluster(where: ClusterConfig) -> Snapshot | str:
-    """The cluster as a pass reads it: ``read_once``, workloads projected by ``project_audited``."""
-    return await read_once(where, timeout=READ_TIMEOUT, workloads=project_audited)
+    """The cluster as a pass reads it (``read_once``: the projections keep the workloads'
+    annotations and resourceVersion, which admission and the Auditor's cache read)."""
+    return await read_once(where, timeout=READ_TIMEOUT)
 
 
 class SnapshotAudit:

@@ -251,16 +251,16 @@ _CACHE_STAMPS: dict[str, tuple[str, str]] = {
 }
 
 
-def _more_resources(pdb_api: str | None, workloads: Projection = project_workload) -> dict[str, _Resource]:
+def _more_resources(pdb_api: str | None) -> dict[str, _Resource]:
     """The informers a read adds to the cache's own, with a table of shared pod subtrees that
     lives as long as this read's cache."""
     pods = functools.partial(project_pod, share=SharedValues())
     out = {
         PODS: _Resource(POD_PATH, pods, "v1", "Pod"),
-        DEPLOYMENTS: _Resource("/apis/apps/v1/deployments", workloads, "apps/v1", "Deployment"),
-        REPLICASETS: _Resource("/apis/apps/v1/replicasets", workloads, "apps/v1", "ReplicaSet"),
-        STATEFULSETS: _Resource("/apis/apps/v1/statefulsets", workloads, "apps/v1", "StatefulSet"),
-        DAEMONSETS: _Resource("/apis/apps/v1/daemonsets", workloads, "apps/v1", "DaemonSet"),
+        DEPLOYMENTS: _Resource("/apis/apps/v1/deployments", project_workload, "apps/v1", "Deployment"),
+        REPLICASETS: _Resource("/apis/apps/v1/replicasets", project_workload, "apps/v1", "ReplicaSet"),
+        STATEFULSETS: _Resource("/apis/apps/v1/statefulsets", project_workload, "apps/v1", "StatefulSet"),
+        DAEMONSETS: _Resource("/apis/apps/v1/daemonsets", project_workload, "apps/v1", "DaemonSet"),
     }
     if pdb_api is not None:
         out[PDBS] = _Resource(f"/apis/{pdb_api}/poddisruptionbudgets", project_pdb, pdb_api, "PodDisruptionBudget")
@@ -294,7 +294,6 @@ class _Reading:
 
     deadline: float  # on the event loop's clock
     scheduling: bool = True  # also what the scheduler model reads (pods, PDBs, workloads)
-    workloads: Projection = project_workload  # how the workloads are kept
     step: str = "/version"  # the discovery request under way
     errors: dict[str, str] = field(default_factory=dict)  # discovery requests' last errors
     cache: ClusterCache | None = None
@@ -304,7 +303,7 @@ class _Reading:
         cache = self.cache = ClusterCache(client)
         cache.server_version = version  # known: the cache does not ask for it again
         stamps = dict(_CACHE_STAMPS)
-        for name, resource in (_more_resources(pdb_api, self.workloads) if self.scheduling else {}).items():
+        for name, resource in (_more_resources(pdb_api) if self.scheduling else {}).items():
             cache.add(name, resource.path, resource.project)
             stamps[name] = (resource.api_version, resource.kind)
         await cache.start()
@@ -372,17 +371,14 @@ def _stamped(informers: Mapping[str, Informer], stamps: Mapping[str, tuple[str, 
     return objects
 
 
-async def read_once(where: ClusterConfig, *, timeout: float = 30.0, scheduling: bool = True,
-                    workloads: Projection = project_workload) -> Snapshot | str:
+async def read_once(where: ClusterConfig, *, timeout: float = 30.0, scheduling: bool = True) -> Snapshot | str:
     """Read the cluster once through the watch-backed cache. A ``str`` is a one-line error
     message naming the host and each failing request's last error (a ``Refused`` when it
     stopped at once, see ``client.final``); nothing waits past ``timeout`` seconds. ``scheduling=False`` reads only what admission's cluster view holds
-    (Nodes, Namespaces, PriorityClasses), as ``mutate --kubeconfig`` needs. ``workloads``
-    projects the Deployments, ReplicaSets, StatefulSets and DaemonSets (the background audit
-    keeps their annotations and resourceVersion too)."""
+    (Nodes, Namespaces, PriorityClasses), as ``mutate --kubeconfig`` needs."""
     # Quiet: the answer says what failed, a log line would say it twice.
     client = Client(where, request_timeout=timeout + REQUEST_GRACE, log_failures=False)
-    reading = _Reading(asyncio.get_running_loop().time() + timeout, scheduling, workloads)
+    reading = _Reading(asyncio.get_running_loop().time() + timeout, scheduling)
     try:
         async with asyncio.timeout_at(reading.deadline):
             return await reading.run(client)
