@@ -123,10 +123,10 @@ def build(nodes: int, workloads: int, pods: int) -> list[JSON]:
                   if not n["spec"].get("taints") and not n["spec"].get("unschedulable")]
     objects: list[JSON] = [*node_objs, *(namespace(i) for i in range(NAMESPACES))]
     daemons = sum(1 for i in range(workloads) if kind_of(i) == "DaemonSet")
-    per = max(1, (pods - daemons * nodes) // max(1, workloads - daemons))
+    per, extra = divmod(max(0, pods - daemons * nodes), max(1, workloads - daemons))
     placed = 0
     for i in range(workloads):
-        obj = workload(i, per if i % 200 != 5 else 3)
+        obj = workload(i, (per + (i < extra)) if i % 200 != 5 else 3)
         objects.append(obj)
         if obj["kind"] == "DaemonSet":
             objects += running(obj, [n["metadata"]["name"] for n in node_objs], 0, len(node_objs))

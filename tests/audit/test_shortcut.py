@@ -1,5 +1,6 @@
 """The rollout shortcut says only what the simulation says: on random small clusters, whenever
-``rollout_completes`` answers, ``rolling_update`` finds the rollout completes too."""
+``rollout_completes`` answers, ``rolling_update`` finds the rollout completes too, and whenever
+``ordered_update_completes`` answers, so does the StatefulSet's ``ordered_update``."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,8 +8,10 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from webhook.audit.shortcut import rollout_completes
+from webhook.audit.shortcut import ordered_update_completes, rollout_completes
 from webhook.audit.state import AuditState
+from webhook.explain.simulate import statefulset_update
+from webhook.explain.workloads import build
 from webhook.kube.kinds import BUILTIN
 from webhook.scheduler.rollouts import rolling_update
 
@@ -148,3 +151,88 @@ def test_old_pods_asking_for_other_resources_are_left_to_the_simulation() -> Non
     dep = deployment(1, cpu=500)
     shortcut, _ = verdicts([node("a"), *replicas_of(dep, ["a"], cpu=250)], dep)
     assert shortcut is None
+
+
+# --- StatefulSets -------------------------------------------------------------------------------
+
+STATEFULSET = BUILTIN.lookup("apps", "StatefulSet")
+
+
+def statefulset(replicas: int, *, strategy: dict[str, Any] | None, **template: Any) -> dict[str, Any]:
+    sts = deployment(replicas, **template)
+    sts["kind"], sts["metadata"]["name"] = "StatefulSet", "db"
+    if strategy is not None:
+        sts["spec"]["updateStrategy"] = strategy
+    return sts
+
+
+def ordinals(sts: dict[str, Any], where: dict[int, str], *, cpu: int | None = None) -> list[dict[str, Any]]:
+    """The StatefulSet's running pods: ordinal -> node."""
+    spec = sts["spec"]["template"]["spec"]
+    asked = cpu if cpu is not None else int(spec["containers"][0]["resources"]["requests"]["cpu"][:-1])
+    return [pod(f"db-{i}", on, cpu=asked, labels={"app": "web"}, spec=spec) for i, on in sorted(where.items())]
+
+
+def sts_verdicts(objects: list[dict[str, Any]], sts: dict[str, Any]) -> tuple[Any, bool]:
+    state = AuditState.from_objects([*objects, sts], targets=BUILTIN)
+    assert STATEFULSET is not None
+    workload = build(sts, STATEFULSET, namespace="shop", priority_classes=state.cluster.priority_classes,
+                     nodes=state.cluster.nodes)
+    running = state.pods.selected("shop", sts["spec"]["selector"])
+    shortcut = ordered_update_completes(sts, workload.pods, running, state)
+    return shortcut, statefulset_update(sts, workload, state.cluster.cluster).completes
+
+
+sts_strategies = st.one_of(
+    st.none(), st.just({"type": "OnDelete"}),
+    st.builds(lambda p: {"type": "RollingUpdate", "rollingUpdate": {"partition": p}}, st.integers(0, 2)))
+
+
+@st.composite
+def sts_clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    count = draw(st.integers(1, 3))
+    nodes = [node(f"n{i}", cpu=draw(st.sampled_from([1000, 2000])), pods=draw(st.sampled_from([2, 3, 10])),
+                  cordoned=draw(st.booleans()) and draw(st.booleans()), tainted=draw(st.booleans()) and draw(st.booleans()))
+             for i in range(count)]
+    names = [n["metadata"]["name"] for n in nodes]
+    replicas = draw(st.integers(0, 4))
+    sts = statefulset(replicas, strategy=draw(sts_strategies), cpu=draw(st.sampled_from([250, 500, 1000])),
+                      spread=draw(st.booleans()) and draw(st.booleans()), tolerates=draw(st.booleans()))
+    present = draw(st.sets(st.integers(0, replicas), max_size=replicas + 1))
+    where = {i: draw(st.sampled_from(names)) for i in present}
+    objects: list[dict[str, Any]] = [*nodes, *ordinals(sts, where, cpu=draw(st.none() | st.sampled_from([250, 750])))]
+    for i in range(draw(st.integers(0, 2))):
+        objects.append(pod(f"other-{i}", draw(st.sampled_from(names)), cpu=draw(st.sampled_from([250, 500, 1000])),
+                           labels={"app": f"other-{i}"}, anti=draw(st.sampled_from([None, None, "web"]))))
+    return objects, sts
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sts_clusters())
+def test_whenever_the_statefulset_shortcut_answers_its_ordered_update_completes(
+        case: tuple[list[dict[str, Any]], dict[str, Any]]) -> None:
+    objects, sts = case
+    shortcut, simulated = sts_verdicts(objects, sts)
+    event("decided by the shortcut" if shortcut is not None else "left to the simulation")
+    if shortcut is not None:
+        assert simulated, "the shortcut said the rollout completes; the simulation found it stuck"
+
+
+def test_a_statefulset_whose_nodes_take_each_replacement_is_decided_without_simulating() -> None:
+    sts = statefulset(2, strategy=None)
+    shortcut, simulated = sts_verdicts([node("a"), node("b"), *ordinals(sts, {0: "a", 1: "b"})], sts)
+    assert shortcut is not None and simulated
+    assert (shortcut.replicas, shortcut.strategy, shortcut.max_surge, shortcut.max_unavailable) == (
+        2, "RollingUpdate", 0, 1)
+
+
+def test_a_statefulset_missing_an_ordinal_is_left_to_the_simulation() -> None:
+    sts = statefulset(2, strategy=None)
+    shortcut, _ = sts_verdicts([node("a"), *ordinals(sts, {0: "a"})], sts)
+    assert shortcut is None
+
+
+def test_a_statefulset_on_a_node_cordoned_since_is_left_to_the_simulation_which_finds_it_stuck() -> None:
+    sts = statefulset(1, strategy=None)
+    shortcut, simulated = sts_verdicts([node("a", cordoned=True), *ordinals(sts, {0: "a"})], sts)
+    assert shortcut is None and not simulated

@@ -11,8 +11,8 @@ the scheduler's message when they would not.
 Rollout: the next rollout of the stored template (a restart, or a change that keeps the
 placement) simulated as its controller performs it (``scheduler.rollouts``): ``warn`` when it
 would stop, with the new pods placed by then and the scheduler's message for the one left
-Pending. A Deployment whose answer is known without the simulation gets it from
-``audit.shortcut`` instead (the reasons are there, each checked against the simulation).
+Pending. A Deployment or StatefulSet whose answer is known without the simulation gets it
+from ``audit.shortcut`` instead (the reasons are there, each checked against the simulation).
 
 The stored object is simulated as it is, not as today's policies would mutate it: what runs
 in the cluster is what its next restart rolls out; the policies' changes are their own
@@ -134,6 +134,9 @@ def _rollout(obj: Mapping[str, Any], target: Target, resource: Resource, state: 
             return _rollout_result(resource, known)
         return _rollout_result(resource, rolling_update(obj, cluster, options=options))
     workload = _workload(obj, target, state)
+    known = shortcut.ordered_update_completes(obj, workload.pods, running, state, options=options)
+    if known is not None:
+        return _rollout_result(resource, known)
     by_name = {p.name: p for p in running}
     verdict = ordered_update(obj, workload.pods, by_name, cluster, default_selector=workload.default_selector,
                              options=options)

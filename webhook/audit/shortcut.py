@@ -36,10 +36,17 @@ fit beside all the old ones:
 4. some node passes every filter for a new pod as the cluster is now.
 
 Then the first new pod binds, one old pod may go, and from there on it is the case above.
+
+A StatefulSet's RollingUpdate (``ordered_update``) deletes one pod and creates it again with
+the new template, one ordinal at a time from the highest down to the partition, waiting for
+each to run: with conditions 1 to 3 for every pod it replaces, the deleted pod's node takes
+its successor each time, so the rollout completes. Ordinals that do not run yet are created
+first, with no deletion to make room, and are left to the simulation; ``OnDelete`` replaces
+nothing.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +59,7 @@ from webhook.scheduler.podinfo import PodInfo
 from webhook.scheduler.resources import Resource
 from webhook.scheduler.rollouts import template_hash
 
-__all__ = ["Completes", "rollout_completes"]
+__all__ = ["Completes", "ordered_update_completes", "rollout_completes"]
 
 _DEFAULT_OPTIONS = Options()
 
@@ -97,6 +104,30 @@ def rollout_completes(deployment: Mapping[str, Any], running: list[PodInfo], sta
         return None
     if kind == "RollingUpdate" and unavailable == 0 and not _room_somewhere(plan, state, options):
         return None
+    return done
+
+
+def ordered_update_completes(statefulset: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
+                             running: list[PodInfo], state: AuditState, *,
+                             options: Options | None = None) -> Completes | None:
+    """``Completes`` when the StatefulSet's next rollout, replacing ``running`` (the bound pods
+    its selector picks) with ``pods`` (its new pods, named by ordinal), certainly completes;
+    None when only the simulation can say. Reads the spec as ``ordered_update``."""
+    strategy = (statefulset.get("spec") or {}).get("updateStrategy") or {}
+    kind = str(strategy.get("type") or "RollingUpdate")
+    partition = (strategy.get("rollingUpdate") or {}).get("partition")
+    partition = partition if isinstance(partition, int) and partition > 0 else 0
+    by_name = {p.name: p for p in running}
+    if any(str(pod["metadata"]["name"]) not in by_name for pod in pods):
+        return None  # a missing ordinal is created before any deletion: the simulation places it
+    done = Completes(len(pods), kind, 0, 1)
+    if kind == "OnDelete":
+        return done
+    options = options or _DEFAULT_OPTIONS
+    for pod in pods[partition:]:
+        plan = PodPlan(pod)
+        if not _alone(plan, state) or not _replaceable(plan, by_name[str(pod["metadata"]["name"])], state, options):
+            return None
     return done
 
 
