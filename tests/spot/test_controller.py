@@ -131,6 +131,16 @@ def events(server: FakeApiServer, reason: str) -> list[dict[str, Any]]:
             if e.get("reason") == reason]
 
 
+async def kept_two(server: FakeApiServer, clock: FakeClock, *, backoff: float = 0.05) -> None:
+    """Wait for the budget (one eviction of the three web pods) to refuse the two others. One
+    eviction per controller is in flight at a time: after the first is evicted the second is
+    refused, and the third, seeing its sibling refused, waits with it instead of asking; at its
+    backoff on ``clock`` it asks and is refused too."""
+    await until(lambda: len(events(server, "EvictionBlocked")) == 1, what="the budget to refuse a pod")
+    clock.advance(backoff)
+    await until(lambda: len(events(server, "EvictionBlocked")) == 2, what="the budget to keep two pods")
+
+
 async def test_a_reclaim_taint_cordons_the_node_and_evicts_its_pods_within_the_budget(
         server: FakeApiServer, running: Callable[..., Any]) -> None:
     controller = (await running()).controller
@@ -155,7 +165,7 @@ async def test_at_the_deadline_the_pods_a_budget_kept_are_reported(server: FakeA
     clock = FakeClock()
     controller = (await running(drain_timeout=3600.0, clock=clock)).controller
     taint(server, "spot-1", [SPOT_ITN])
-    await until(lambda: len(events(server, "EvictionBlocked")) == 2, what="the budget to keep two pods")
+    await kept_two(server, clock)
     assert not events(server, "DrainTimeout") and "spot-1" in controller.drains
     clock.advance(3600.0)  # an hour passes in no time: the deadline is on the controller's clock
     await until(lambda: bool(events(server, "DrainTimeout")), what="the deadline")
@@ -287,7 +297,7 @@ async def test_a_mirror_pod_is_left_alone_and_a_blocked_pod_is_told_once(server:
     clock = FakeClock()
     await running(drain_timeout=60.0, clock=clock)
     taint(server, "spot-1", [SPOT_ITN])
-    await until(lambda: len(events(server, "EvictionBlocked")) == 2, what="two pods blocked")
+    await kept_two(server, clock)
     for _ in range(5):  # their retries, at the backoff: refused again, and not told again
         tries = len([r for r in server.requests if r.path.endswith("/eviction")])
         clock.advance(0.2)
@@ -312,9 +322,15 @@ def evictions(server: FakeApiServer) -> list[str]:
     return [r.path.split("/")[-2] for r in server.requests if r.method == "POST" and r.path.endswith("/eviction")]
 
 
+def lone_pods(count: int, on: str = "spot-1") -> list[dict[str, Any]]:
+    """Pods of a ReplicaSet each, under no budget."""
+    return [pod(f"api-{i}", "shop", node_name=on, labels={"app": "api"},
+                owner={**OWNER_API, "name": f"api-{i}", "uid": f"rs-api-{i}"}) for i in range(count)]
+
+
 async def test_evictions_run_in_parallel_but_never_more_at_once_than_the_bound(
         server: FakeApiServer, running: Callable[..., Any]) -> None:
-    server.load(api_pods(8))
+    server.load(lone_pods(8))  # eight controllers: one eviction in flight for each at most
     server.latency = 0.05  # a round trip long enough for the evictions to overlap
     controller = (await running(parallel_evictions=3)).controller
     in_flight, most = 0, 0
@@ -389,7 +405,7 @@ async def test_a_restarted_controller_works_to_the_same_deadline(server: FakeApi
     clock = FakeClock()
     first = await running(drain_timeout=600.0, clock=clock)
     taint(server, "spot-1", [SPOT_ITN])
-    await until(lambda: len(events(server, "EvictionBlocked")) == 2, what="the budget to keep two pods")
+    await kept_two(server, clock)
     deadline = first.controller.drains["spot-1"].deadline
     assert deadline == float(int(clock.now)) + 600.0
     await first.close()
@@ -451,7 +467,7 @@ async def test_a_providers_notice_is_the_deadline(server: FakeApiServer, running
     server.patch_object("Node", "spot-1", {"metadata": {"annotations": {"example.com/reclaim-at": at}}})
     await until(lambda: "spot-1" in controller.drains, what="the drain")
     assert controller.drains["spot-1"].deadline == timestamp(at), "the notice, not the hour of --drain-timeout"
-    await until(lambda: len(events(server, "EvictionBlocked")) == 2, what="the budget to keep two pods")
+    await kept_two(server, clock)
     clock.advance(30.0)
     await until(lambda: bool(events(server, "DrainTimeout")), what="the deadline the provider gave")
 

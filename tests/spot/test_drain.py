@@ -129,3 +129,31 @@ async def test_an_eviction_whose_pod_leaves_before_its_answer_comes_is_still_cou
                      slots=asyncio.Semaphore(2), on_result=lambda pod, result, _: heard.append((pod_key(pod), result)))
     report = await asyncio.wait_for(node.run([a_pod("a", "rs-a"), a_pod("b", "rs-b")]), 1.0)
     assert sorted(report.evicted) == ["shop/a", "shop/b"] and heard == [("shop/a", "evicted"), ("shop/b", "evicted")]
+
+
+async def test_one_eviction_per_controller_is_in_flight_at_a_time_and_controllers_go_side_by_side() -> None:
+    """Evictions of one controller's pods meet at its budget: sent together, all but one lose the
+    race for the budget's status (the API server retries each after 500 ms, ``EvictionsRetry``)
+    and an eviction still waiting there when its sender dies is carried out later without it.
+    The next pod of a controller is asked once the last one's answer is back; other
+    controllers' pods are asked meanwhile."""
+    clock = FakeClock()
+    in_flight: Counter[str] = Counter()
+    most: Counter[str] = Counter()
+
+    class Budgets:
+        async def evict(self, pod: Any) -> tuple[str, str]:
+            owner = pod["metadata"]["ownerReferences"][0]["uid"]
+            in_flight[owner] += 1
+            most[owner] = max(most[owner], in_flight[owner])
+            most["all"] = max(most["all"], sum(in_flight.values()))
+            await settle()  # the round trip
+            in_flight[owner] -= 1
+            return "evicted", "evicted"
+
+    pods = [a_pod(f"{owner}-{i}", owner) for i in range(6) for owner in ("rs-a", "rs-b")]
+    node = NodeDrain(Budgets(), clock.now + 60.0, clock=clock, slots=asyncio.Semaphore(10),  # type: ignore[arg-type]
+                     backoff=1.0)
+    report = await asyncio.wait_for(node.run(pods), 1.0)
+    assert len(report.evicted) == 12, "without waiting out any backoff"
+    assert most["rs-a"] == most["rs-b"] == 1 and most["all"] == 2

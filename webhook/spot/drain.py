@@ -22,6 +22,17 @@ pod's eviction. Unlike kubectl, at most a bounded number of evictions are in fli
 backoff to its cap (kubectl: a fixed 5 s) and ends early when a pod of the same controller
 becomes Ready: the replacement that gives the budget room for the next eviction.
 
+One eviction per controller is in flight at a time (pods of different controllers go side by
+side). Evictions of one controller's pods meet at its budget: each reads the budget's status
+and writes it back one disruption lower (``checkAndDecrement`` in
+pkg/registry/core/pod/storage/eviction.go), so of several sent together all but one lose the
+write and wait 500 ms in the API server before reading it again (``EvictionsRetry``). An
+eviction still waiting there when its sender dies goes on without it: if the budget has room by
+then, the API server charges it for the pod and then fails to delete the pod ("context
+canceled", a 500), and the budget stays a disruption short until the disruption controller gives
+up waiting for that deletion (``DeletionTimeout`` in pkg/controller/disruption, 2 minutes): a
+killed leader's drain then stalls. One at a time, a controller's pods never race each other.
+
 Every time comes from one ``Clock`` (Unix time, and waits measured on it), which tests replace.
 """
 from __future__ import annotations
@@ -206,6 +217,7 @@ class NodeDrain:
         # Blocked pods by (namespace, controller uid), in the order they were blocked.
         self.blocked_kin: dict[tuple[str, str], dict[str, None]] = {}
         self.asking: set[str] = set()  # pods whose eviction is in flight
+        self.turns: dict[tuple[str, str], asyncio.Lock] = {}  # one eviction in flight per controller
         self.left: set[str] = set()  # of those, the ones seen leaving the node meanwhile
         self.empty = asyncio.Event()
         self.running = False
@@ -277,22 +289,30 @@ class NodeDrain:
         while key in self.pending:
             pod = self.pending[key]
             kin = (str((pod.get("metadata") or {}).get("namespace") or "default"), controller_uid(pod))
-            async with self.slots:
+            # The controller's turn is held until its answer is taken in: the next pod of the
+            # controller sees it blocked (and defers) or settled.
+            async with self._turn(kin), self.slots:
                 if key not in self.pending:  # it left while waiting for a slot
                     return
                 answer = None if first and self._defer(key, kin) else await self._ask(key, pod)
-            first = False
-            if answer is not None and self._settled_by(key, pod, *answer):
-                return
-            if key in self.left:
-                self._drop(key)
-                return
-            if (answer is None or answer[0] == "blocked") and kin[1]:
-                self.blocked_kin.setdefault(kin, {})[key] = None
+                first = False
+                if answer is not None and self._settled_by(key, pod, *answer):
+                    return
+                if key in self.left:
+                    self._drop(key)
+                    return
+                if (answer is None or answer[0] == "blocked") and kin[1]:
+                    self.blocked_kin.setdefault(kin, {})[key] = None
             kick.clear()
             await self.clock.wait(kick, delay)
             self.blocked_kin.get(kin, {}).pop(key, None)
             delay = min(self.max_backoff, delay * 2)
+
+    def _turn(self, kin: tuple[str, str]) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The controller's turn to have an eviction in flight (a pod without one needs none)."""
+        if not kin[1]:
+            return contextlib.nullcontext()
+        return self.turns.setdefault(kin, asyncio.Lock())
 
     async def _ask(self, key: str, pod: Mapping[str, Any]) -> tuple[str, str]:
         self.asking.add(key)
