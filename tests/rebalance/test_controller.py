@@ -86,7 +86,7 @@ async def test_a_move_is_an_eviction_and_an_event_saying_from_where_to_where_and
     (event,) = events(server, "Rebalanced")
     assert event["type"] == "Normal" and event["involvedObject"]["name"] == "web-1"
     assert event["source"]["component"] == "rebalance"
-    assert "evicted from od-1, expected on spot-1 (0 -> 100 points, gain 100)" in event["message"]
+    assert event["message"] == "evicted from od-1 to move it: expected on spot-1, 0 -> 100 preference points (+100)"
     assert counted(one.metrics.evictions, "evicted") == 1 and counted(one.metrics.gain) == 100
     assert not [r for r in server.requests if r.method == "DELETE"], "only ever the Eviction API"
 
@@ -182,6 +182,8 @@ async def test_a_replacement_on_a_node_tied_with_the_target_is_as_simulated(
         server: FakeApiServer, running: Callable[..., Any]) -> None:
     one = await running(Stub([move(server, "web-1", to="spot-1", ties=frozenset({"spot-2"}))]))
     await one.rebalancer.run_pass()
+    await until(lambda: bool(events(server, "Rebalanced")), what="the Rebalanced Event")
+    assert "expected on spot-1 (or spot-2, tied), 0 -> 100" in events(server, "Rebalanced")[0]["message"]
     server.apply_object(web("web-1b", node="spot-2"))
     await until(lambda: not one.rebalancer.following, what="the replacement to be seen")
     assert counted(one.metrics.replacements, "as-simulated") == 1 and counted(one.metrics.mispredictions) == 0

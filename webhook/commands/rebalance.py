@@ -120,6 +120,8 @@ def table(decisions: Sequence[Decision]) -> str:
     here, the gain, the verdict and why; then how many of each verdict."""
     from webhook.rebalance.model import Verdict
 
+    if not decisions:
+        return "no candidates: every pod runs where its policies prefer\n"
     rows = [("POD", "OWNER", "FROM", "TO", "NOW", "THERE", "GAIN", "VERDICT", "REASON")]
     for d in decisions:
         simulated = d.verdict is not Verdict.SKIP
@@ -131,6 +133,5 @@ def table(decisions: Sequence[Decision]) -> str:
     lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]).rstrip()
              for row in rows]
     counts = {v: sum(d.verdict is v for d in decisions) for v in Verdict}
-    lines.append(f"{counts[Verdict.MOVE]} to move, {counts[Verdict.STAY]} to stay, {counts[Verdict.SKIP]} skipped"
-                 if decisions else "no candidates: every pod runs where its policies prefer")
+    lines.append(f"{counts[Verdict.MOVE]} to move, {counts[Verdict.STAY]} to stay, {counts[Verdict.SKIP]} skipped")
     return "\n".join(lines) + "\n"

@@ -267,8 +267,11 @@ def expected_nodes(decision: Decision) -> frozenset[str]:
 
 
 def moved_message(decision: Decision) -> str:
-    return (f"rebalanced: evicted from {decision.candidate.node}, expected on {decision.target} "
-            f"({decision.score_now} -> {decision.score_there} points, gain {decision.gain}): {decision.reason}")
+    """The Rebalanced Event's words: from where, where the simulation expects the replacement (or
+    a node tied with it), and the points."""
+    tied = f" (or {', '.join(sorted(decision.ties))}, tied)" if decision.ties else ""
+    return (f"evicted from {decision.candidate.node} to move it: expected on {decision.target}{tied}, "
+            f"{decision.score_now} -> {decision.score_there} preference points ({decision.gain:+d})")
 
 
 def spot_share(world: decide.World, spot: SpotConfig) -> float:
