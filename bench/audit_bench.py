@@ -167,19 +167,24 @@ def measure(nodes: int, workloads: int, pods: int) -> dict[str, Any]:
 
 
 def _count_shortcuts() -> Any:
-    """Count the rollouts ``shortcut.rollout_completes`` decides (wrapping it for the run)."""
-    original = shortcut.rollout_completes
+    """Count the rollouts the shortcut decides and those it leaves to the simulation (wrapping
+    ``shortcut``'s two functions for the run)."""
     hits = [0, 0]
+    originals = {name: getattr(shortcut, name) for name in ("rollout_completes", "ordered_update_completes")}
 
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        found = original(*args, **kwargs)
-        hits[found is None] += 1
-        return found
+    def counting(original: Any) -> Any:
+        def count(*args: Any, **kwargs: Any) -> Any:
+            found = original(*args, **kwargs)
+            hits[found is None] += 1
+            return found
+        return count
 
-    shortcut.rollout_completes = counting  # type: ignore[assignment]
+    for name, original in originals.items():
+        setattr(shortcut, name, counting(original))
 
     def done() -> tuple[int, int]:
-        shortcut.rollout_completes = original  # type: ignore[assignment]
+        for name, original in originals.items():
+            setattr(shortcut, name, original)
         return hits[0], hits[1]
 
     return done
