@@ -246,3 +246,13 @@ def test_the_cluster_as_a_live_read_projects_it_audits_as_the_files_do(results: 
             obj = {**project_workload(obj), "apiVersion": "apps/v1", "kind": kind}
         projected.append(obj)
     assert Auditor(_shipped()).full(_state(projected)) == results
+
+
+def test_changed_sees_a_new_workload_named_by_its_uid() -> None:
+    auditor, objects = Auditor(_shipped()), _objects()
+    items = objects[0]["items"]
+    new = copy.deepcopy(next(o for o in items if o["kind"] == "Deployment" and o["metadata"]["name"] == "cart"))
+    new["metadata"].update(name="basket", uid="6f1c1e52-0099")
+    auditor.full(_state(objects))
+    after = auditor.changed(_state([*objects, new]), ["6f1c1e52-0099"])
+    assert _one(after, "Deployment/shop/basket", "avoid-maintenance", "affinity").status is Status.FAIL

@@ -97,10 +97,11 @@ class Auditor:
 
     def changed(self, state: AuditState, keys: Iterable[str]) -> list[Result]:
         """Only the workloads ``keys`` names (uids or ``Kind/namespace/name``) audited again: a
-        named one ``state`` no longer holds is dropped, a new one must be named too. Returns
-        every workload's current results, the others' as the last pass left them."""
+        named one ``state`` no longer holds is dropped, a new one is added (a new workload must
+        be named to be seen). Returns every workload's current results, the others' as the last
+        pass left them."""
         for name in keys:
-            key = self._uids.get(name, name)
+            key = state.key_for(name) or self._uids.get(name, name)
             obj = state.objects.get(key)
             if obj is None:
                 self._entries.pop(key, None)

@@ -40,6 +40,7 @@ class AuditState:
     objects: dict[str, Mapping[str, Any]]
     _pods: Pods | None = field(default=None, repr=False)
     _view_print: str | None = field(default=None, repr=False)
+    _by_uid: dict[str, str] | None = field(default=None, repr=False)
 
     @classmethod
     def from_objects(cls, items: Iterable[Any], *, targets: Targets,
@@ -56,6 +57,14 @@ class AuditState:
             kept.pop(key, None)
         kept.update((key_of(o), o) for o in objects)
         return AuditState(self.cluster, kept, self._pods, self._view_print)
+
+    def key_for(self, name: str) -> str | None:
+        """The key of the object ``name`` names: its key, or its uid; None when none here."""
+        if name in self.objects:
+            return name
+        if self._by_uid is None:
+            self._by_uid = {str(uid): key for key, obj in self.objects.items() if (uid := meta(obj, "uid"))}
+        return self._by_uid.get(name)
 
     @property
     def pods(self) -> Pods:
