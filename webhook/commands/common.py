@@ -3,9 +3,10 @@ flags, configuration and SpotConfig of the cluster-side controllers."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from webhook.exitcodes import Exit
 from webhook.kube import kinds
@@ -13,6 +14,7 @@ from webhook.kube import kinds
 if TYPE_CHECKING:
     from webhook.cluster.config import ClusterConfig
     from webhook.runtime.controller import ControllerConfig
+    from webhook.runtime.sync import NotSynced
     from webhook.spot.config import SpotConfig
 
 
@@ -123,6 +125,48 @@ def controller_config(args: argparse.Namespace, cluster: ClusterConfig) -> Contr
                         args.retry_period) if args.leader_elect else None
     probes = Address(args.metrics_host, args.metrics_port) if args.metrics_port else None
     return ControllerConfig(cluster=cluster, election=election, probes=probes, sync_timeout=args.sync_timeout)
+
+
+PROVIDERS = ("generic", "karpenter", "eks", "gke", "aks")
+
+
+def add_spot_config_flags(parser: argparse.ArgumentParser, *, config_help: str) -> None:
+    """``--config`` (a SpotConfig file) and ``--provider``, as spot-controller and rebalance take them."""
+    parser.add_argument("--config", metavar="FILE", help=config_help)
+    parser.add_argument("--provider", choices=PROVIDERS, help="the capacity provider (overrides the config file's)")
+
+
+def spot_config(args: argparse.Namespace) -> SpotConfig | int:
+    """``--config``'s SpotConfig with ``--provider`` over its own, or exit code 2 after its errors."""
+    spot = load_spot_config(args.config)
+    if isinstance(spot, int) or not args.provider:
+        return spot
+    return spot.model_copy(update={"provider": args.provider})
+
+
+def run_spot_controller(args: argparse.Namespace, command: str,
+                        main: Callable[[ControllerConfig, SpotConfig], Coroutine[Any, Any, int]]) -> int:
+    """Run a controller that reads a SpotConfig (spot-controller, rebalance): the config (exit 2
+    after its errors), the logs, the cluster (exit 2 when it cannot be used), then ``main``."""
+    from webhook.runtime import logs
+
+    spot = spot_config(args)
+    if isinstance(spot, int):
+        return spot
+    logs.setup(args.log_level)
+    where = load_cluster(args, command)
+    if where is None:
+        return Exit.USAGE
+    try:
+        return asyncio.run(main(controller_config(args, where), spot))
+    except KeyboardInterrupt:
+        return 130
+
+
+def not_synced(failed: NotSynced) -> int:
+    """Say why a one-shot pass could not start, in one line; its exit code."""
+    print(f"error: {failed.message}", file=sys.stderr)
+    return failed.code
 
 
 def load_spot_config(path: str | None) -> SpotConfig | int:

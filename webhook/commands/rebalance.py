@@ -6,7 +6,6 @@ the cluster, a pass every ``--interval``, with ``--leader-elect`` acting only un
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import sys
 from collections.abc import Sequence
@@ -61,27 +60,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude-namespace", dest="exclude_namespaces", action="append", metavar="NS",
                         help="never move pods of this namespace (default: "
                         f"{', '.join(sorted(defaults.excluded_namespaces))}); repeatable, and replaces the default")
-    parser.add_argument("--config", metavar="FILE", help="the SpotConfig file, as spot-controller takes it")
-    parser.add_argument("--provider", choices=("generic", "karpenter", "eks", "gke", "aks"),
-                        help="the capacity provider (overrides the config file's)")
+    common.add_spot_config_flags(parser, config_help="the SpotConfig file, as spot-controller takes it")
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.runtime import logs
-
-    spot = common.load_spot_config(args.config)
-    if isinstance(spot, int):
-        return spot
-    if args.provider:
-        spot = spot.model_copy(update={"provider": args.provider})
-    logs.setup(args.log_level)
-    where = common.load_cluster(args, "rebalance")
-    if where is None:
-        return Exit.USAGE
-    try:
-        return asyncio.run(_main(common.controller_config(args, where), spot, settings(args, spot), sys.stdout))
-    except KeyboardInterrupt:
-        return 130
+    return common.run_spot_controller(args, "rebalance",
+                                      lambda config, spot: _main(config, spot, settings(args, spot), sys.stdout))
 
 
 def settings(args: argparse.Namespace, spot: SpotConfig) -> RebalanceSettings:
@@ -103,14 +87,12 @@ async def _main(config: ControllerConfig, spot: SpotConfig, options: RebalanceSe
 
     rebalancer = await component.rebalancer(config, spot, options)
     if isinstance(rebalancer, NotSynced):
-        print(f"error: {rebalancer.message}", file=sys.stderr)
-        return rebalancer.code
+        return common.not_synced(rebalancer)
     if not options.dry_run:
         return await run(component.component(rebalancer, config))
     decisions = await component.dry_run(rebalancer, config)
     if isinstance(decisions, NotSynced):
-        print(f"error: {decisions.message}", file=sys.stderr)
-        return decisions.code
+        return common.not_synced(decisions)
     out.write(table(decisions))
     return Exit.OK
 

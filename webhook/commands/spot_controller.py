@@ -6,8 +6,6 @@ the Lease.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 from typing import TYPE_CHECKING
 
 from webhook.commands import common
@@ -23,9 +21,7 @@ HELP = "cordon spot nodes about to be reclaimed and evict their pods under PodDi
 
 def configure(parser: argparse.ArgumentParser) -> None:
     common.add_controller_flags(parser, lease_name="placement-webhook-spot-controller", acts="act")
-    parser.add_argument("--config", metavar="FILE", help="the SpotConfig file (docs/spot-controller.md)")
-    parser.add_argument("--provider", choices=("generic", "karpenter", "eks", "gke", "aks"),
-                        help="the capacity provider (overrides the config file's)")
+    common.add_spot_config_flags(parser, config_help="the SpotConfig file (docs/spot-controller.md)")
     parser.add_argument("--dry-run", action="store_true", help="print what it would do now, act on nothing, exit")
     parser.add_argument("--drain-timeout", type=common.positive, default=120.0, metavar="SECONDS",
                         help="seconds from the signal until a drain gives up and reports what a PDB kept (default 120)")
@@ -36,21 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.runtime import logs
-
-    spot = common.load_spot_config(args.config)
-    if isinstance(spot, int):
-        return spot
-    if args.provider:
-        spot = spot.model_copy(update={"provider": args.provider})
-    logs.setup(args.log_level)
-    where = common.load_cluster(args, "spot-controller")
-    if where is None:
-        return Exit.USAGE
-    try:
-        return asyncio.run(_main(common.controller_config(args, where), spot, settings(args)))
-    except KeyboardInterrupt:
-        return 130
+    return common.run_spot_controller(args, "spot-controller", lambda config, spot: _main(config, spot, settings(args)))
 
 
 def settings(args: argparse.Namespace) -> SpotSettings:
@@ -71,7 +53,6 @@ async def _main(config: ControllerConfig, spot: SpotConfig, options: SpotSetting
         return await run(component.component(controller, config))
     plan = await component.dry_run(controller, config)
     if isinstance(plan, NotSynced):
-        print(f"error: {plan.message}", file=sys.stderr)
-        return plan.code
+        return common.not_synced(plan)
     print("\n".join(plan))
     return Exit.OK
