@@ -150,16 +150,21 @@ def make_service_account_key(path: Path) -> Path:
 
 
 # An audit.k8s.io/v1 Policy for ``ControlPlane(audit_policy=...)``: every write, once (at
-# ResponseComplete), with who made it; a node patch with its body too. Reads are left out: they
-# are most of the traffic and say nothing about who changed what.
+# ResponseComplete), with who made it; a node patch with its body too; an Eviction also when it
+# is received, so that one still in the API server's hands shows (RequestReceived without its
+# ResponseComplete, by auditID). Reads are left out: they are most of the traffic and say nothing
+# about who changed what.
+_ONCE: list[str] = ["RequestReceived"]  # omitted: one event a request, when it is answered
 AUDIT_WRITES: dict[str, Any] = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
-    "omitStages": ["RequestReceived"],
     "rules": [
         {"level": "None", "users": ["system:apiserver"]},  # its own bootstrap objects and endpoints
-        {"level": "Request", "verbs": ["patch"], "resources": [{"group": "", "resources": ["nodes"]}]},
-        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
+        {"level": "Metadata", "verbs": ["create"], "resources": [{"group": "", "resources": ["pods/eviction"]}]},
+        {"level": "Request", "verbs": ["patch"], "resources": [{"group": "", "resources": ["nodes"]}],
+         "omitStages": _ONCE},
+        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"],
+         "omitStages": _ONCE},
         {"level": "None"},
     ],
 }

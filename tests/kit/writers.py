@@ -168,6 +168,11 @@ class AuditTail:
         return new
 
 
+def answered(event: Mapping[str, Any]) -> bool:
+    """The event of a request's answer (an Eviction is also logged when received)."""
+    return event.get("stage") == "ResponseComplete"
+
+
 def user(event: Mapping[str, Any]) -> str:
     return str((event.get("user") or {}).get("username") or "")
 
@@ -186,8 +191,8 @@ def at(event: Mapping[str, Any]) -> float:
 
 
 def evictions(events: Iterable[Mapping[str, Any]], namespace: str) -> list[Mapping[str, Any]]:
-    """Every Eviction created (``POST pods/NAME/eviction``) in ``namespace``, whatever its answer."""
-    return [e for e in events if e.get("verb") == "create" and ref(e).get("resource") == "pods"
+    """Every Eviction answered (``POST pods/NAME/eviction``) in ``namespace``, whatever the answer."""
+    return [e for e in events if answered(e) and e.get("verb") == "create" and ref(e).get("resource") == "pods"
             and ref(e).get("subresource") == "eviction" and ref(e).get("namespace") == namespace]
 
 
@@ -198,7 +203,8 @@ def evicted(events: Iterable[Mapping[str, Any]], namespace: str) -> Counter[str]
 
 def pod_deletes(events: Iterable[Mapping[str, Any]], namespace: str) -> list[Mapping[str, Any]]:
     """Every ``DELETE`` of a pod (or of the namespace's pods at once) in ``namespace``."""
-    return [e for e in events if e.get("verb") in ("delete", "deletecollection") and ref(e).get("resource") == "pods"
+    return [e for e in events if answered(e) and e.get("verb") in ("delete", "deletecollection")
+            and ref(e).get("resource") == "pods"
             and not ref(e).get("subresource") and ref(e).get("namespace") == namespace]
 
 
@@ -206,9 +212,17 @@ def node_patches(events: Iterable[Mapping[str, Any]], nodes: Iterable[str]) -> l
     """The successful patches of ``nodes``, with their bodies (the policy logs node patches at
     the Request level)."""
     names = set(nodes)
-    return [e for e in events if e.get("verb") == "patch" and ref(e).get("resource") == "nodes"
+    return [e for e in events if answered(e) and e.get("verb") == "patch" and ref(e).get("resource") == "nodes"
             and not ref(e).get("subresource") and ref(e).get("name") in names and code(e) == 200]
 
 
 def by(events: Iterable[Mapping[str, Any]], *users: str) -> list[Mapping[str, Any]]:
     return [e for e in events if user(e) in users]
+
+
+def unanswered(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The requests received and not answered yet: the API server still acts on them, whether
+    or not their sender is alive (it stops at the next step that checks the request's context)."""
+    events = list(events)
+    done = {e.get("auditID") for e in events if answered(e)}
+    return [e for e in events if e.get("stage") == "RequestReceived" and e.get("auditID") not in done]
