@@ -34,10 +34,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -54,6 +52,7 @@ from tests.kit.envtest import (
     wait_until,
 )
 from tests.kit.envtest import raw_json as _json
+from tests.kit.kubelets import MERGE_PATCH, Kubelets, Sample, fewest_ready, is_ready, now_rfc3339, running_status
 from webhook import ANNOTATION_SKIP
 from webhook.spot.controller import CORDONED_BY, DRAIN_STARTED
 
@@ -61,7 +60,6 @@ CONTROLLER_MANAGER = "kube-controller-manager"
 # The old names: every release since 1.19 accepts them (1.28 renamed the controllers and kept
 # these as aliases of ``deployment-controller`` and the like).
 CONTROLLERS = ("deployment", "replicaset", "disruption", "garbagecollector")
-MERGE_PATCH = "application/merge-patch+json"
 IMAGE = "registry.k8s.io/pause:3.9"
 CAPACITY_LABEL = "node.kubernetes.io/capacity"  # the generic provider's (the controller's default)
 SCENARIO_LABEL = "e2e.novasphere.dev/scenario"
@@ -122,104 +120,6 @@ def controller_manager(spot_binaries: Path, control_plane: ControlPlane,
 # --- the scenario -----------------------------------------------------------------------------------
 
 
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def is_ready(pod: Mapping[str, Any]) -> bool:
-    """Counted as healthy by the disruption controller: not being deleted, and Ready."""
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or ())
-
-
-def running_status() -> dict[str, Any]:
-    """What a kubelet reports once the containers run and pass their readiness probe."""
-    now = _now()
-    return {"phase": "Running", "startTime": now,
-            "conditions": [{"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
-                           for kind in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]}
-
-
-@dataclass(frozen=True)
-class Sample:
-    at: float
-    ready: tuple[str, ...]  # names of the Deployment's Ready pods
-    pods: tuple[tuple[str, str, bool], ...]  # (name, node, terminating) of every pod
-
-
-def fewest_ready(samples: list[Sample]) -> int:
-    return min((len(s.ready) for s in samples), default=0)
-
-
-class Kubelets(threading.Thread):
-    """The scenario's kubelets: every ``interval``, list the namespace's pods, record which of the
-    Deployment's are Ready (while ``recording``), mark the ones bound to a scenario node Running
-    and Ready, and remove the terminating ones (what a kubelet does once their containers stop)."""
-
-    def __init__(self, control_plane: ControlPlane, namespace: str, nodes: tuple[str, ...],
-                 interval: float = 0.1) -> None:
-        super().__init__(name="fake-kubelets", daemon=True)
-        from kubernetes import client
-
-        self.api_client = control_plane.api_client()  # its own: the test's thread has the other one
-        self.core: Any = client.CoreV1Api(self.api_client)
-        self.namespace = namespace
-        self.nodes = frozenset(nodes)
-        self.interval = interval
-        self.recording = threading.Event()
-        self.halt = threading.Event()
-        self.samples: list[Sample] = []
-        self.errors: list[str] = []
-        self.marked: list[str] = []
-
-    def run(self) -> None:
-        while not self.halt.is_set():
-            try:
-                self.step()
-            except Exception as exc:  # noqa: BLE001 - reported by the test, never a dead thread
-                self.errors.append(f"{type(exc).__name__}: {exc}")
-            self.halt.wait(self.interval)
-
-    def pods(self) -> list[dict[str, Any]]:
-        listed = _json(self.core.list_namespaced_pod(self.namespace, _preload_content=False))
-        return list(listed.get("items") or ())
-
-    def step(self) -> None:
-        from kubernetes.client.exceptions import ApiException
-
-        pods = self.pods()
-        if self.recording.is_set():
-            mine = [p for p in pods if (p["metadata"].get("labels") or {}).get("app") == APP]
-            self.samples.append(Sample(time.monotonic(), tuple(sorted(p["metadata"]["name"] for p in mine if is_ready(p))),
-                                       tuple(sorted((p["metadata"]["name"], p["spec"].get("nodeName") or "",
-                                                     bool(p["metadata"].get("deletionTimestamp"))) for p in mine))))
-        for pod in pods:
-            name = pod["metadata"]["name"]
-            if (pod.get("spec") or {}).get("nodeName") not in self.nodes:
-                continue  # not bound yet (or not to a node of the scenario)
-            try:
-                if pod["metadata"].get("deletionTimestamp"):
-                    _json(self.core.delete_namespaced_pod(name, self.namespace, grace_period_seconds=0,
-                                                          _preload_content=False))
-                elif not is_ready(pod):
-                    _json(self.core.patch_namespaced_pod_status(name, self.namespace, {"status": running_status()},
-                                                                _content_type=MERGE_PATCH, _preload_content=False))
-                    self.marked.append(name)
-            except ApiException as exc:
-                if exc.status not in (404, 409):  # gone meanwhile, or changed meanwhile: next round
-                    raise
-
-    def stop(self) -> None:
-        self.halt.set()
-        if self.ident is not None:  # started
-            self.join(10)
-        self.api_client.close()
-
-
 class Scenario:
     """The namespace, nodes, budget and Deployment of one run, and what the test reads back."""
 
@@ -235,7 +135,7 @@ class Scenario:
         self.on_demand = (f"e2e-{self.id}-od-1", f"e2e-{self.id}-od-2")
         self.nodes: list[str] = []
         self.pdb_version = "policy/v1" if control_plane.server_version() >= (1, 21) else "policy/v1beta1"
-        self.kubelets = Kubelets(control_plane, self.namespace, (self.spot, *self.on_demand))
+        self.kubelets = Kubelets(control_plane, self.namespace, (self.spot, *self.on_demand), app=APP)
         self.controller: Process | None = None
 
     @property
@@ -254,7 +154,7 @@ class Scenario:
         _json(self.core.patch_node(name, {"spec": {"taints": [self.taint], "unschedulable": cordoned}},
                                    _content_type=MERGE_PATCH, _preload_content=False))
         resources = {"cpu": "4", "memory": "8Gi", "pods": "110"}
-        now = _now()
+        now = now_rfc3339()
         ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "e2e: no kubelet behind it",
                  "lastHeartbeatTime": now, "lastTransitionTime": now}
         _json(self.core.patch_node_status(name, {"status": {"capacity": resources, "allocatable": dict(resources),
