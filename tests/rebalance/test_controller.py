@@ -8,6 +8,7 @@ in test_restart.py run the real one."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -275,3 +276,30 @@ async def test_the_metrics_say_the_verdicts_and_the_share_of_interruptible_pods_
                  "placement_webhook_rebalance_interruptible_on_spot_ratio 0.2",
                  "placement_webhook_rebalance_gain_points_total 100.0"):
         assert name in text
+
+
+async def test_the_api_server_going_away_mid_pass_is_an_answer_logged_and_counted_and_the_next_pass_moves(
+        server: FakeApiServer, running: Callable[..., Any], caplog: pytest.LogCaptureFixture) -> None:
+    plan = Stub([move(server, "web-1", to="spot-1")])
+    one = await running(plan)
+    server.go_away("refuse")
+    with caplog.at_level(logging.INFO, logger="webhook.rebalance.controller"):
+        assert (await one.rebalancer.run_pass()).answers == {"shop/web-1": "retry"}
+    (said,) = [r for r in caplog.records if r.getMessage() == "rebalance: not evicted"]
+    fields = said.__dict__["fields"]
+    assert (fields["pod"], fields["result"]) == ("shop/web-1", "retry") and fields["message"]
+    assert counted(one.metrics.evictions, "retry") == 1 and one.rebalancer.following == {}
+    server.come_back()
+    assert (await one.rebalancer.run_pass()).answers == {"shop/web-1": "evicted"}
+
+
+async def test_a_budget_s_refusal_is_logged_with_the_api_server_s_words(
+        server: FakeApiServer, running: Callable[..., Any], caplog: pytest.LogCaptureFixture) -> None:
+    server.apply_object(pdb("web", "shop", match={"app": "web"}, max_unavailable=0, api_version="policy/v1beta1"))
+    server.sync_pdbs()
+    one = await running(Stub([move(server, "web-1", to="spot-1")]))
+    with caplog.at_level(logging.INFO, logger="webhook.rebalance.controller"):
+        await one.rebalancer.run_pass()
+    (said,) = [r for r in caplog.records if r.getMessage() == "rebalance: not evicted"]
+    assert said.levelno == logging.INFO and said.__dict__["fields"]["result"] == "blocked"
+    assert "disruption budget" in said.__dict__["fields"]["message"]
