@@ -221,3 +221,17 @@ def test_unbinding_one_pod_copies_only_its_node_and_the_state_follows_as_after_e
     got, after_evict, want = schedule(spread_web, unbound), schedule(spread_web, evicted), schedule(spread_web, fresh)
     assert got.chosen == want.chosen == after_evict.chosen == ("c",)
     assert got.totals == want.totals and got.message == want.message
+
+
+def test_a_nodes_pods_by_namespace_follow_every_copy_of_the_node() -> None:
+    """PodTopologySpread counts through ``NodeInfo.in_namespace``: a copy with pods added or
+    removed groups its own pods, never the original's."""
+    cluster = Cluster.from_objects([_node("a")], [_web("web-1", on="a"), pod("db", ns="data", on="a")])
+    node_a = cluster.nodes["a"]
+    assert [p.name for p in node_a.in_namespace("default")] == ["web-1"]
+    assert [p.name for p in node_a.in_namespace("data")] == ["db"] and node_a.in_namespace("none") == ()
+    more = cluster.bind(_web("web-2"), "a").nodes["a"]
+    assert [p.name for p in more.in_namespace("default")] == ["web-1", "web-2"]
+    fewer = more.without_pods([p for p in more.pods if p.name == "web-1"])
+    assert [p.name for p in fewer.in_namespace("default")] == ["web-2"]
+    assert [p.name for p in node_a.in_namespace("default")] == ["web-1"]

@@ -26,6 +26,7 @@ class NodeInfo:
     """One node: its labels, taints and allocatable, and what its pods hold."""
 
     __slots__ = (
+        "_by_namespace",
         "allocatable",
         "labels",
         "name",
@@ -56,12 +57,14 @@ class NodeInfo:
         self.used_ports: dict[str, frozenset[tuple[str, int]]] = {}
         self.with_affinity: tuple[PodInfo, ...] = ()
         self.with_required_anti_affinity: tuple[PodInfo, ...] = ()
+        self._by_namespace: dict[str, tuple[PodInfo, ...]] | None = None
 
     def _copy(self) -> NodeInfo:
         clone = object.__new__(NodeInfo)
         for slot in NodeInfo.__slots__:
             object.__setattr__(clone, slot, getattr(self, slot))
         clone.requested = self.requested.copy()
+        clone._by_namespace = None  # every copy changes the pods
         return clone
 
     def with_pods(self, pods: Collection[PodInfo]) -> NodeInfo:
@@ -98,6 +101,17 @@ class NodeInfo:
         clone.with_affinity = tuple(p for p in self.with_affinity if p.id not in gone)
         clone.with_required_anti_affinity = tuple(p for p in self.with_required_anti_affinity if p.id not in gone)
         return clone
+
+    def in_namespace(self, namespace: str) -> tuple[PodInfo, ...]:
+        """The node's pods of one namespace, grouped on first use: PodTopologySpread counts the
+        pods of the incoming pod's namespace on every node, and a node of 30 pods from 40
+        namespaces holds one or two of them (the NodeInfo never changes, so neither does this)."""
+        if self._by_namespace is None:
+            grouped: dict[str, list[PodInfo]] = {}
+            for pod in self.pods:
+                grouped.setdefault(pod.namespace, []).append(pod)
+            self._by_namespace = {ns: tuple(pods) for ns, pods in grouped.items()}
+        return self._by_namespace.get(namespace, ())
 
     def _count(self, pod: PodInfo, sign: int) -> None:
         self.requested.add(pod.requests, sign)

@@ -34,6 +34,11 @@ def count_matching(pods: Sequence[PodInfo], selector: Selector, namespace: str) 
     return sum(1 for p in pods if not p.terminating and p.namespace == namespace and selector.matches(p.labels))
 
 
+def count_on_node(node: NodeInfo, selector: Selector, namespace: str) -> int:
+    """``count_matching`` over the node's pods, looking only at those of ``namespace``."""
+    return count_matching(node.in_namespace(namespace), selector, namespace) if not selector.empty else 0
+
+
 class SpreadFilterState:
     """``preFilterState``: per DoNotSchedule constraint, matching pods per topology value over
     the nodes that count (have every key, pass the inclusion policies)."""
@@ -62,8 +67,8 @@ class SpreadFilterState:
             if flags[i]:
                 value = node.labels[c.topology_key]
                 # `+= count` creates the domain even with 0 pods: an empty domain is a domain.
-                self.counts[i][value] = self.counts[i].get(value, 0) + count_matching(
-                    node.pods, c.selector, self.plan.namespace)
+                self.counts[i][value] = self.counts[i].get(value, 0) + count_on_node(
+                    node, c.selector, self.plan.namespace)
 
     def clone(self) -> SpreadFilterState:
         clone = object.__new__(SpreadFilterState)
@@ -155,8 +160,8 @@ class SpreadScoreState:
             if flags[i] and c.topology_key != HOSTNAME:
                 # A node without the key counts under "" (Go's zero value) when keys are optional.
                 value = node.labels.get(c.topology_key, "")
-                self.counts[i][value] = self.counts[i].get(value, 0) + count_matching(
-                    node.pods, c.selector, self.plan.namespace)
+                self.counts[i][value] = self.counts[i].get(value, 0) + count_on_node(
+                    node, c.selector, self.plan.namespace)
 
     def update(self, pod: PodInfo, node: NodeInfo, sign: int) -> None:
         """Keep the counts as a fresh PreScore would find them after ``pod`` joined ``node``."""
@@ -171,7 +176,7 @@ class SpreadScoreState:
     def _host_count(self, node: NodeInfo) -> tuple[int, ...]:
         cached = self._host_counts.get(node.name)
         if cached is None or cached[0] is not node:
-            counts = tuple(count_matching(node.pods, c.selector, self.plan.namespace) if c.topology_key == HOSTNAME
+            counts = tuple(count_on_node(node, c.selector, self.plan.namespace) if c.topology_key == HOSTNAME
                            else 0 for c in self.constraints)
             cached = self._host_counts[node.name] = (node, counts)
         return cached[1]
