@@ -225,6 +225,20 @@ SAFETY = {
     "an owner the controller backed off": Case(
         [OD, SP], [pod("web-0", "od")], [Row("web-0", None, 0, SKIP, "ReplicaSet shop/web-rs is backed off")],
         backoff=frozenset({"uid-web-rs"})),
+    "one pod of an owner simulated a pass, even when it stays": Case(
+        [node("od", cpu="1200m"), node("sp", "spot", cpu="150m")],
+        [pod("a-0", "od", owner="a"), pod("b-0", "od", owner="b"), pod("b-1", "od", owner="b"), FILL],
+        [Row("a-0", "sp", 100, MOVE, "lands at once"), Row("b-0", "od", 0, STAY, "would land back on od"),
+         Row("b-1", None, 0, SKIP, "one pod per owner a pass: shop/b-0 of ReplicaSet shop/b-rs was simulated and stays")]),
+    "the simulations a pass may run: the rest wait for a later pass": Case(
+        [OD, SP], [pod("a-0", "od", owner="a"), pod("b-0", "od", owner="b"), FILL],
+        [Row("a-0", "sp", 100, MOVE, "lands at once"),
+         Row("b-0", None, 0, SKIP, "not simulated: the pass's 1 simulation(s) went to candidates that could gain as much "
+                                   "or more; a later pass weighs it")], Settings(max_simulations=1)),
+    "a later second of the snapshot starts the simulations at another candidate": Case(
+        [OD, SP], [pod("a-0", "od", owner="a"), pod("b-0", "od", owner="b"), FILL],
+        [Row("b-0", "sp", 100, MOVE, "lands at once"), Row("a-0", None, 0, SKIP, "not simulated: ")],
+        Settings(max_simulations=1), more={"now": 1.0}),
     "the rate limit: the second owner waits for the next interval": Case(
         [OD, SP], [pod("a-0", "od", owner="a"), pod("b-0", "od", owner="b"), FILL],
         [Row("a-0", "sp", 100, MOVE, "lands at once"),

@@ -80,6 +80,8 @@ class Landscape:
         self.nodes = [n for n in nodes if n.landing]
         self._groups: dict[frozenset[str], list[Node]] = {}
         self._terms: dict[str, PreferredTerms | None] = {}
+        self._keys: dict[int, str] = {}
+        self._held: list[Any] = []
         self._best: dict[tuple[int, int], int] = {}
 
     def terms(self, raw: Any) -> PreferredTerms | None:
@@ -87,7 +89,10 @@ class Landscape:
         carry the same one). ``ValueError`` for a term the scheduler cannot parse."""
         if raw is None:
             return None
-        key = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
+        key = self._keys.get(id(raw))
+        if key is None:
+            key = self._keys[id(raw)] = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
+            self._held.append(raw)  # an id is a key only while its object lives
         if key not in self._terms:
             try:
                 self._terms[key] = PreferredTerms(raw)
