@@ -303,3 +303,18 @@ async def test_a_budget_s_refusal_is_logged_with_the_api_server_s_words(
     (said,) = [r for r in caplog.records if r.getMessage() == "rebalance: not evicted"]
     assert said.levelno == logging.INFO and said.__dict__["fields"]["result"] == "blocked"
     assert "disruption budget" in said.__dict__["fields"]["message"]
+
+
+async def test_a_pod_without_a_controller_is_never_awaited_nor_taken_for_a_replacement(
+        server: FakeApiServer, running: Callable[..., Any]) -> None:
+    lone = web("lone", app="lone")
+    del lone["metadata"]["ownerReferences"]
+    server.load([lone])
+    one = await running(Stub([move(server, "lone", to="spot-1", owner="")]))
+    assert (await one.rebalancer.run_pass()).answers == {"shop/lone": "evicted"}
+    assert one.rebalancer.following == {}, "nothing would replace it"
+    bare = web("other", app="lone", node="spot-2")
+    del bare["metadata"]["ownerReferences"]
+    server.apply_object(bare)
+    await until(lambda: one.rebalancer.pods.node_of("shop/other") == "spot-2", what="another ownerless pod")
+    assert counted(one.metrics.replacements, "as-simulated") + counted(one.metrics.mispredictions) == 0

@@ -191,7 +191,10 @@ class Rebalancer:
             return "gone"
         controller = controller_uid(pod)
         # Followed before the eviction is sent: its replacement may be in the view before the answer.
-        follow = self.following[controller] = _Follow(decision, self.clock.time(), self._owned_by(controller))
+        # (plan never moves a pod without a controller; were it to, nothing would replace it.)
+        follow = _Follow(decision, self.clock.time(), self._owned_by(controller))
+        if controller:
+            self.following[controller] = follow
         result, message = await self.evictor.evict(pod)
         self.metrics.evictions.labels(result).inc()
         fields = {"pod": candidate.key, "owner": f"{candidate.owner.kind}/{candidate.owner.name}",
