@@ -250,6 +250,9 @@ EXCLUDED = {
                             [Row("agent", None, 0, SKIP, "a DaemonSet pod: DaemonSet agent runs it on its node")]),
     "a mirror pod": Case([OD, SP], [pod("etcd", "od", owner="od", kind="Node", annotations={MIRROR_ANNOTATION: "x"})],
                          [Row("etcd", None, 0, SKIP, "a mirror pod: the kubelet runs it from a static manifest")]),
+    "a mirror pod known by its controller, its Node": Case(
+        [OD, SP], [pod("etcd", "od", owner="od", kind="Node")],
+        [Row("etcd", None, 0, SKIP, "a mirror pod: the kubelet runs it from a static manifest")]),
     "a pod no controller owns": Case([OD, SP], [pod("lone", "od", owner=None)],
                                      [Row("lone", None, 0, SKIP, "no controller owns it: nothing would recreate it")]),
     "a pod annotated rebalance false": Case(
@@ -275,6 +278,15 @@ UNREADABLE = {
         [OD, SP], [pod("web-0", "od", affinity={"nodeAffinity": {PREFERRED: [
             {"weight": 5, "preference": {"matchExpressions": [{"key": ZONE, "operator": "Near", "values": ["a"]}]}}]}})],
         [Row("web-0", None, 0, SKIP, "pod shop/web-0 cannot be read: preferredDuringSchedulingIgnoredDuringExecution[0]")]),
+    "a Deployment whose maxUnavailable the Deployment controller would refuse": Case(
+        [OD, SP], [pod("web-0", "od"), *(pod(f"web-{i}", "sp") for i in range(1, 4))],
+        [Row("web-0", None, 0, SKIP, "Deployment shop/web cannot be read: invalid literal for int()")],
+        more={"deployments": {"web": {"strategy": {"rollingUpdate": {"maxUnavailable": "one"}}}}}),
+    "a budget whose selector cannot be read blocks the pods of its namespace": Case(
+        [OD, SP], [pod("web-0", "od")],
+        [Row("web-0", None, 0, SKIP, "PodDisruptionBudget odd cannot be read: ")],
+        more={"pdbs": [{"metadata": {"name": "odd", "namespace": "shop"}, "spec": {"selector": {"matchExpressions": [
+            {"key": "app", "operator": "Near", "values": ["web"]}]}}, "status": {"disruptionsAllowed": 1}}]}),
     "a node with an invalid allocatable: its pods are skipped and nothing lands there": Case(
         [node("od", cpu="lots"), node("od-b", zone="b"), node("sp", "spot", zone="c")],
         [pod("web-0", "od"), pod("db-0", "od-b", owner="db", interruptible=False, affinity=prefer((50, ZONE, "a")))],

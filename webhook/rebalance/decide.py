@@ -27,29 +27,38 @@ Preference points (the scale ``--min-gain`` is in)
   term, so that weight-1 tie-breakers do not churn pods).
 
 Safety, read from the snapshot itself, so a controller that restarts can never evict twice
-  * one pod per owner: an owner whose pods are not all Ready, one of them terminating, or whose
-    Ready pods are fewer than its desired replicas is busy (the replacement of an earlier move
-    is not Ready yet), and its pods are skipped; one MOVE per owner per pass;
+  * one pod per owner at a time: an owner (a Deployment through its ReplicaSet, a ReplicaSet of
+    its own, a StatefulSet) whose pods are not all Ready, one of them terminating, or whose Ready
+    pods are fewer than its desired replicas is busy - the replacement of an earlier move is not
+    Ready yet - and its pods are skipped; one pod per owner is simulated a pass;
   * a PodDisruptionBudget selecting the pod whose ``status.disruptionsAllowed`` is below 1 (the
     disruption controller's count, which the Eviction API refuses to go below), or more than
     one budget selecting it (the Eviction API refuses such a pod), skips it; a move in this pass
     uses up one of the budget's disruptions for the next candidate;
   * a Deployment whose rolling update allows no unavailable replica (maxUnavailable resolves to
-    0, ``kube.deployment.resolve``) is never disrupted;
+    0 as the Deployment controller resolves it, ``kube.deployment.resolve``) is never disrupted;
   * never DaemonSet pods (their controller pins each to its node), mirror pods (the kubelet's
-    static pods), pods without a controller (nothing recreates them), pods annotated
-    ``placement.novasphere.dev/rebalance: "false"``, pods of excluded namespaces, nor a pod on a
-    node about to be reclaimed (the spot controller drains those, ``spot.nodes.Detector``);
+    static pods), pods without a controller (nothing recreates them), pods of other controllers
+    (a Job's pod would lose its work), pods annotated ``placement.novasphere.dev/rebalance:
+    "false"``, pods of excluded namespaces, nor a pod on a node about to be reclaimed (the spot
+    controller drains those, ``spot.nodes.Detector``);
   * at most ``Settings.max_evictions`` MOVEs per pass (the controller's rate limit per interval).
 
 Simulation
-  Each candidate, in order of the most it could gain, is taken off the snapshot (every other
-  pod stays where it is) and scheduled with the model's default profile
-  (``scheduler.framework.schedule``) without preemption: it must fit at once, since an evicted
-  pod that waits Pending or preempts another is worse off than one left alone. It lands on the
-  node with the top score; when several tie, the real scheduler picks one at random
-  (``selectHost``), so the pod counts as landing on the worst of them. A MOVE is accounted
-  for at its landing before the next candidate is simulated.
+  Each candidate is taken off the snapshot (every other pod stays where it is) and scheduled
+  with the model's default profile (``scheduler.framework.schedule``) without preemption: it
+  must fit at once, since an evicted pod that waits Pending or preempts another is worse off
+  than one left alone. It lands on the node with the top score; when several tie, the real
+  scheduler picks one at random (``selectHost``), so the pod counts as landing on the worst of
+  them and moves only if each gains ``min_gain``. A MOVE is accounted for at its landing before
+  the next candidate is simulated. A candidate whose best node, by preference points alone,
+  cannot gain ``min_gain`` STAYs without a simulation.
+
+  The candidates are simulated in order of the most they could gain; among those that could
+  gain as much, by name, starting at a place that moves with the snapshot's clock. A simulation
+  scores every node (about 0.1 s of CPU at 5,000 nodes), so a pass runs at most
+  ``Settings.max_simulations``; those past it, and the other pods of an owner already simulated,
+  are skipped for a later pass, which starts elsewhere.
 
 Bad input: a pod or node the model cannot read (an invalid quantity, a malformed affinity) is
 left out of the snapshot and its pods are skipped with the reason; it is never guessed at.
@@ -66,18 +75,17 @@ from webhook.kube import pods as kube_pods
 from webhook.kube.times import timestamp
 from webhook.rebalance.model import Candidate, Decision, Owner, Verdict, Why
 from webhook.rebalance.points import Landscape, Node, Preferences, preferred_of, read_node
-from webhook.rebalance.safety import Budgets, Owners, Root, controller_ref, ready
+from webhook.rebalance.safety import Budgets, Owners, Root, controller_ref
 from webhook.scheduler.cluster import Cluster
 from webhook.scheduler.framework import schedule
 from webhook.scheduler.plan import Options
 from webhook.scheduler.podinfo import PodInfo
 from webhook.spot.config import SpotConfig
+from webhook.spot.drain import MIRROR_ANNOTATION, pod_key, ready
 from webhook.spot.nodes import ON_DEMAND, SPOT, Detector, capacity, classify
 
 __all__ = ["MIRROR_ANNOTATION", "Settings", "World", "plan", "project_pod"]
 
-# kubetypes.ConfigMirrorAnnotationKey: the kubelet's copy of a static pod in the API.
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 # What ``PodInfo`` reads of a pod's spec besides the priority (``PodInfo.__init__``).
 _PARSED_SPEC = ("containers", "initContainers", "overhead", "resources", "affinity")
 # What ``classify`` and the preferences read of a pod's spec besides the priority.
@@ -159,11 +167,6 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = _meta(obj)
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
-
-
 @dataclass
 class _Pod:
     """A candidate as the pass weighs it: what it prefers, its points here and the best it could
@@ -192,7 +195,7 @@ class _Pass:
         detector = Detector(settings.spot)
         self.nodes: dict[str, Node] = {}
         for obj in world.nodes:
-            node = read_node(obj, capacity=capacity(obj, settings.spot), reclaim=detector.reclaim(obj, world.now))
+            node = read_node(obj, lambda n: (capacity(n, settings.spot), detector.reclaim(n, world.now)))
             self.nodes[node.name] = node
         self.landscape = Landscape(self.nodes.values())
         self.spot_exists = any(n.capacity == SPOT for n in self.landscape.nodes)
@@ -223,8 +226,8 @@ class _Pass:
             try:
                 info = self._parse(pod)
             except _UNREADABLE as exc:
-                self.unreadable[_key(pod)] = f"pod {_key(pod)} cannot be read: {exc}"
-                self.blurred.setdefault(name, _key(pod))
+                self.unreadable[pod_key(pod)] = f"pod {pod_key(pod)} cannot be read: {exc}"
+                self.blurred.setdefault(name, pod_key(pod))
                 continue
             self.infos[info.key] = info
             bound.setdefault(name, []).append(info)
@@ -286,11 +289,11 @@ class _Pass:
                 continue
             root.pods += 1
             if meta.get("deletionTimestamp") is not None:
-                root.terminating.append(_key(pod))
+                root.terminating.append(pod_key(pod))
             elif ready(pod):
                 root.ready += 1
             else:
-                root.unready.append(_key(pod))
+                root.unready.append(pod_key(pod))
 
     def _candidates(self) -> list[_Pod]:
         out = []
@@ -309,7 +312,7 @@ class _Pass:
             interruptible, prefs = self._prefers(obj)
         except _UNREADABLE as exc:
             return _Pod(obj, self._candidate_of(obj, node, Why.UNREADABLE), node,
-                        error=f"pod {_key(obj)} cannot be read: {exc}")
+                        error=f"pod {pod_key(obj)} cannot be read: {exc}")
         now, best = prefs.points(node), self.landscape.best(prefs)
         if interruptible and node.capacity == ON_DEMAND and self.spot_exists:
             why = Why.INTERRUPTIBLE_ON_DEMAND
@@ -318,7 +321,7 @@ class _Pass:
         else:
             return None
         return _Pod(obj, self._candidate_of(obj, node, why), node, prefs, now, best,
-                    error=self.unreadable.get(_key(obj)))
+                    error=self.unreadable.get(pod_key(obj)))
 
     def _prefers(self, obj: Mapping[str, Any]) -> tuple[bool, Preferences]:
         """Whether the pod is interruptible (``spot.nodes.classify``), and its preferences; worked
@@ -350,9 +353,10 @@ class _Pass:
             return f"namespace {candidate.namespace} is excluded"
         if str(annotations.get(ANNOTATION_REBALANCE, "")).lower() == "false":
             return f'annotated {ANNOTATION_REBALANCE}: "false"'
-        if MIRROR_ANNOTATION in annotations:
-            return "a mirror pod: the kubelet runs it from a static manifest"
         ref = controller_ref(meta)
+        # The kubelet's copy of a static pod: annotated so, its controller its Node.
+        if MIRROR_ANNOTATION in annotations or (ref is not None and ref.get("kind") == "Node"):
+            return "a mirror pod: the kubelet runs it from a static manifest"
         if ref is None:
             return "no controller owns it: nothing would recreate it"
         if ref.get("kind") == "DaemonSet":
@@ -389,8 +393,11 @@ class _Pass:
             if verdict is Verdict.MOVE:
                 return f"one pod per owner: {pod_key} of {root.label} moves in this pass"
             return f"one pod per owner a pass: {pod_key} of {root.label} was simulated and stays"
-        why = root.busy() or root.strategy() or self.budgets.blocks(pod.candidate.namespace,
-                                                                     _meta(pod.obj).get("labels") or {})
+        try:
+            why = root.busy() or root.strategy()
+        except _UNREADABLE as exc:  # a replica count or maxUnavailable the controller would refuse
+            why = f"{root.label} cannot be read: {exc}"
+        why = why or self.budgets.blocks(pod.candidate.namespace, _meta(pod.obj).get("labels") or {})
         if why is not None:
             return why
         if self.moves >= self.settings.max_evictions:
@@ -429,6 +436,12 @@ class _Pass:
         without = self.cluster.unbind(info, here)
         assert pod.ref is not None and pod.prefs is not None
         incoming = _unbound(pod.obj)
+        # The model filters and scores every node. The real scheduler stops filtering once it
+        # has found numFeasibleNodesToFind feasible nodes (percentageOfNodesToScore: adaptive,
+        # 50% - nodes/125, at least 5% and 100 nodes; 10% of a 5,000-node cluster, 500 nodes),
+        # starting where its previous cycle stopped, and scores only those: it may bind the pod
+        # to a feasible node the model ranks lower. The landing predicted is the best the
+        # scheduler could pick; the controller follows where the replacement really goes.
         try:
             result = schedule(incoming, without, options=self.settings.options, preempt=False,
                               default_selector=self.owners.selector(pod.candidate.namespace, pod.ref))

@@ -9,14 +9,14 @@ interruptible and the node is spot. The terms are matched by the scheduler model
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from webhook.kube.affinity import PREFERRED
 from webhook.scheduler.nodeaffinity import PreferredTerms, node_identity
 from webhook.scheduler.nodeinfo import NodeInfo
-from webhook.spot.nodes import SPOT
+from webhook.spot.nodes import SPOT, UNKNOWN
 
 __all__ = ["Landscape", "Node", "Preferences", "preferred_of"]
 
@@ -123,10 +123,15 @@ class Landscape:
         return group
 
 
-def read_node(obj: Mapping[str, Any], *, capacity: str, reclaim: str | None) -> Node:
-    """A ``Node``; unreadable (``info`` None) when the scheduler model cannot parse it."""
+def read_node(obj: Mapping[str, Any], judge: Callable[[Mapping[str, Any]], tuple[str, str | None]]) -> Node:
+    """A ``Node``, its capacity and reclaim signal given by ``judge``; unreadable (``info``
+    None, capacity unknown) when the scheduler model or ``judge`` cannot read it."""
     labels, name = node_identity(obj)
     unschedulable = bool((obj.get("spec") or {}).get("unschedulable"))
+    try:
+        capacity, reclaim = judge(obj)
+    except (ValueError, TypeError, AttributeError) as exc:
+        return Node(name, labels, UNKNOWN, None, unschedulable, None, f"node {name} cannot be read: {exc}")
     try:
         info = NodeInfo(obj)
     except (ValueError, TypeError, AttributeError) as exc:

@@ -14,7 +14,7 @@ from typing import Any
 from webhook.kube.deployment import API_DEFAULT, resolve
 from webhook.scheduler.labels import Selector, compile_selector, str_labels
 
-__all__ = ["Budgets", "Owners", "Root", "controller_ref", "ready"]
+__all__ = ["Budgets", "Owners", "Root", "controller_ref"]
 
 # The kinds whose pods the rebalancer moves: what it can count Ready replicas of. A Job's pod
 # (or a custom controller's) would lose its work or has no replica count to wait for.
@@ -28,12 +28,6 @@ def controller_ref(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
         if isinstance(ref, Mapping) and ref.get("controller") is True:
             return ref
     return None
-
-
-def ready(pod: Mapping[str, Any]) -> bool:
-    """``podutil.IsPodReady``: the Ready condition is True."""
-    return any(isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or ())
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -153,10 +147,13 @@ class Owners:
 
 @dataclass
 class _Budget:
+    """A budget; ``error`` says why it cannot be read (it then blocks every pod it may select)."""
+
     name: str
     namespace: str
-    selector: Selector
+    selector: Selector | None
     allowed: int
+    error: str | None = None
 
 
 class Budgets:
@@ -175,19 +172,24 @@ class Budgets:
             if raw is not None and not raw and pdb.get("apiVersion") == _V1BETA1:
                 raw = None
             try:
-                selector = compile_selector(raw)
-            except ValueError:
-                selector = compile_selector(None)  # the API server validates it: none gets here
-            allowed = int((pdb.get("status") or {}).get("disruptionsAllowed") or 0)
-            self._by_ns.setdefault(namespace, []).append(_Budget(name, namespace, selector, allowed))
+                # Not yet counted by the disruption controller (no status): none allowed.
+                budget = _Budget(name, namespace, compile_selector(raw),
+                                 int((pdb.get("status") or {}).get("disruptionsAllowed") or 0))
+            except (ValueError, TypeError) as exc:
+                # Which pods it selects, or how many it lets go, is unknown: it may select any.
+                budget = _Budget(name, namespace, None, 0, f"PodDisruptionBudget {name} cannot be read: {exc}")
+            self._by_ns.setdefault(namespace, []).append(budget)
 
     def _selecting(self, namespace: str, labels: Mapping[str, Any]) -> list[_Budget]:
         found = str_labels(labels)
-        return [b for b in self._by_ns.get(namespace, ()) if b.selector.matches(found)]
+        return [b for b in self._by_ns.get(namespace, ()) if b.selector is None or b.selector.matches(found)]
 
     def blocks(self, namespace: str, labels: Mapping[str, Any]) -> str | None:
         """Why the Eviction API would refuse to evict a pod with these labels now, or None."""
         budgets = self._selecting(namespace, labels)
+        unread = next((b.error for b in budgets if b.error is not None), None)
+        if unread is not None:
+            return unread
         if len(budgets) > 1:
             names = ", ".join(sorted(b.name for b in budgets))
             return f"more than one PodDisruptionBudget selects it ({names}): the Eviction API refuses such a pod"
