@@ -21,6 +21,7 @@ spot controller's ``spot_binaries`` says which is missing).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -34,18 +35,15 @@ import pytest
 from tests.e2e.test_spot_controller import (  # noqa: F401 - fixtures, used by name
     CAPACITY_LABEL,
     IMAGE,
-    MERGE_PATCH,
     SCENARIO_LABEL,
     SCENARIO_TAINT_KEY,
     ControllerManager,
-    Kubelets,
     controller_manager,
-    fewest_ready,
-    is_ready,
     spot_binaries,
 )
-from tests.kit.envtest import ROOT, ControlPlane, Process, wait_until
+from tests.kit.envtest import ROOT, ControlPlane, Process, quietly, wait_until
 from tests.kit.envtest import raw_json as _json
+from tests.kit.kubelets import MERGE_PATCH, Kubelets, fewest_ready, is_ready, now_rfc3339, tear_down
 from webhook import ANNOTATION_SKIP, PREFIX
 
 WEB, API = "web", "api"  # the Kubelets sample the Ready pods labelled app=web
@@ -68,7 +66,7 @@ class Scenario:
         self.spot = (f"e2e-{self.id}-spot-1", f"e2e-{self.id}-spot-2")
         self.nodes: list[str] = []
         self.pdb_version = "policy/v1" if control_plane.server_version() >= (1, 21) else "policy/v1beta1"
-        self.kubelets = Kubelets(control_plane, self.namespace, (*self.on_demand, *self.spot), interval=0.2)
+        self.kubelets = Kubelets(control_plane, self.namespace, (*self.on_demand, *self.spot), app=WEB, interval=0.2)
         self.controller: Process | None = None
 
     @property
@@ -84,7 +82,7 @@ class Scenario:
         self.nodes.append(name)
         self.cordon(name, cordoned, taints=[self.taint])
         resources = {"cpu": "4", "memory": "8Gi", "pods": "110"}
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        now = now_rfc3339()
         ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "e2e: no kubelet behind it",
                  "lastHeartbeatTime": now, "lastTransitionTime": now}
         _json(self.core.patch_node_status(name, {"status": {"capacity": resources, "allocatable": dict(resources),
@@ -191,32 +189,17 @@ class Scenario:
 
     # -- tear-down --
     def tear_down(self) -> None:
-        from kubernetes.client.exceptions import ApiException
-
-        def quietly(call: Callable[[], Any]) -> None:
-            try:
-                call()
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-
+        """The rebalancer stops; api's pods go while the kubelets still finish them; then web's
+        Deployment, budget, pods, the kubelets and the nodes, as the spot scenario goes."""
         if self.controller is not None:
             self.controller.stop()
+        quietly(lambda: self.objects.delete_namespaced_custom_object("apps", "v1", self.namespace, "deployments", API,
+                                                                     propagation_policy="Background"))
+        with contextlib.suppress(TimeoutError):  # left in the namespace; the nodes go below all the same
+            wait_until(lambda: not self.pods(API), what="the api pods to go", timeout=30)
         group, version = self.pdb_version.split("/")
-        for name in (WEB, API):
-            quietly(lambda name=name: self.objects.delete_namespaced_custom_object(  # type: ignore[misc]
-                "apps", "v1", self.namespace, "deployments", name, propagation_policy="Background"))
-        quietly(lambda: self.objects.delete_namespaced_custom_object(group, version, self.namespace,
-                                                                     "poddisruptionbudgets", WEB))
-        try:  # the garbage collector removes the ReplicaSets and their pods; the kubelets finish them
-            wait_until(lambda: not self.pods(WEB) and not self.pods(API), what="the pods to go", timeout=30)
-        except TimeoutError:
-            quietly(lambda: _json(self.core.delete_collection_namespaced_pod(
-                self.namespace, grace_period_seconds=0, _preload_content=False)))
-        finally:
-            self.kubelets.stop()
-        for name in self.nodes:
-            quietly(lambda name=name: _json(self.core.delete_node(name, _preload_content=False)))  # type: ignore[misc]
+        tear_down(self.core, self.objects, namespace=self.namespace, app=WEB, budget=(group, version),
+                  kubelets=self.kubelets, nodes=self.nodes)
 
 
 @pytest.fixture
