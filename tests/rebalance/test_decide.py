@@ -33,7 +33,8 @@ def node(name: str, capacity: str | None = "on-demand", *, zone: str = "a", cpu:
     labels = {HOSTNAME: name, ZONE: zone}
     if capacity is not None:
         labels[CAPACITY] = capacity
-    return {"metadata": {"name": name, "labels": labels}, "spec": {"taints": list(taints), "unschedulable": unschedulable},
+    return {"metadata": {"name": name, "labels": labels},
+            "spec": {"taints": list(taints), "unschedulable": unschedulable},
             "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
@@ -48,7 +49,8 @@ def prefer(*terms: tuple[int, str, str]) -> Obj:
 def pod(name: str, on: str, *, owner: str | None = "web", kind: str = "ReplicaSet", ns: str = "shop",
         cpu: str = "100m", interruptible: bool = True, ready: bool = True, terminating: bool = False,
         annotations: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None, **spec: Any) -> Obj:
-    meta: Obj = {"name": name, "namespace": ns, "uid": f"uid-{name}", "labels": {"app": owner or name, **(labels or {})},
+    meta: Obj = {"name": name, "namespace": ns, "uid": f"uid-{name}",
+                 "labels": {"app": owner or name, **(labels or {})},
                  "annotations": {**({INTERRUPTIBLE: "true"} if interruptible else {}), **(annotations or {})}}
     if owner is not None:
         ref_name = f"{owner}-rs" if kind == "ReplicaSet" else owner
@@ -190,8 +192,8 @@ SAFETY = {
         [Row("web-0", None, 0, SKIP, "more than one PodDisruptionBudget selects it (all, web)")],
         more={"pdbs": [pdb("web", {"app": "web"}, 1), pdb("all", {}, 1)]}),
     "a move uses up the budget it shares with another owner": Case(
-        [OD, SP], [pod("a-0", "od", owner="a", labels={"tier": "web"}), pod("b-0", "od", owner="b", labels={"tier": "web"}),
-                   FILL],
+        [OD, SP], [pod("a-0", "od", owner="a", labels={"tier": "web"}),
+                   pod("b-0", "od", owner="b", labels={"tier": "web"}), FILL],
         [Row("a-0", "sp", 100, MOVE, "lands at once"),
          Row("b-0", None, 0, SKIP, "PodDisruptionBudget tier allows no disruption now (disruptionsAllowed 0)")],
         more={"pdbs": [pdb("tier", {"tier": "web"}, 1)]}),
@@ -229,12 +231,13 @@ SAFETY = {
         [node("od", cpu="1200m"), node("sp", "spot", cpu="150m")],
         [pod("a-0", "od", owner="a"), pod("b-0", "od", owner="b"), pod("b-1", "od", owner="b"), FILL],
         [Row("a-0", "sp", 100, MOVE, "lands at once"), Row("b-0", "od", 0, STAY, "would land back on od"),
-         Row("b-1", None, 0, SKIP, "one pod per owner a pass: shop/b-0 of ReplicaSet shop/b-rs was simulated and stays")]),
+         Row("b-1", None, 0, SKIP,
+             "one pod per owner a pass: shop/b-0 of ReplicaSet shop/b-rs was simulated and stays")]),
     "the simulations a pass may run: the rest wait for a later pass": Case(
         [OD, SP], [pod("a-0", "od", owner="a"), pod("b-0", "od", owner="b"), FILL],
         [Row("a-0", "sp", 100, MOVE, "lands at once"),
-         Row("b-0", None, 0, SKIP, "not simulated: the pass's 1 simulation(s) went to candidates that could gain as much "
-                                   "or more; a later pass weighs it")], Settings(max_simulations=1)),
+         Row("b-0", None, 0, SKIP, "not simulated: the pass's 1 simulation(s) went to candidates that could "
+                                   "gain as much or more; a later pass weighs it")], Settings(max_simulations=1)),
     "a later second of the snapshot starts the simulations at another candidate": Case(
         [OD, SP], [pod("a-0", "od", owner="a"), pod("b-0", "od", owner="b"), FILL],
         [Row("b-0", "sp", 100, MOVE, "lands at once"), Row("a-0", None, 0, SKIP, "not simulated: ")],
@@ -242,7 +245,8 @@ SAFETY = {
     "the rate limit: the second owner waits for the next interval": Case(
         [OD, SP], [pod("a-0", "od", owner="a"), pod("b-0", "od", owner="b"), FILL],
         [Row("a-0", "sp", 100, MOVE, "lands at once"),
-         Row("b-0", None, 0, SKIP, "the rate limit: 1 eviction(s) per interval, all planned")], Settings(max_evictions=1)),
+         Row("b-0", None, 0, SKIP, "the rate limit: 1 eviction(s) per interval, all planned")],
+        Settings(max_evictions=1)),
 }
 
 EXCLUDED = {
@@ -262,12 +266,14 @@ EXCLUDED = {
                                            [Row("dns", None, 0, SKIP, "namespace kube-system is excluded")]),
     "a pod on a node about to be reclaimed is the spot controller's": Case(
         [node("od", taints=[SPOT_ITN]), SP], [pod("web-0", "od")],
-        [Row("web-0", None, 0, SKIP, "its node od is about to be reclaimed (taint aws-node-termination-handler/spot-itn): "
-                                     "the spot controller moves it")]),
+        [Row("web-0", None, 0, SKIP, "its node od is about to be reclaimed "
+                                     "(taint aws-node-termination-handler/spot-itn): the spot controller moves it")]),
     "a Job's pod": Case([OD, SP], [pod("batch", "od", owner="batch", kind="Job")],
-                        [Row("batch", None, 0, SKIP, "owned by Job batch, whose replicas the rebalancer cannot wait for")]),
+                        [Row("batch", None, 0, SKIP,
+                              "owned by Job batch, whose replicas the rebalancer cannot wait for")]),
     "a ReplicaSet the snapshot lacks": Case(
-        [OD, SP], [pod("web-0", "od")], [Row("web-0", None, 0, SKIP, "its ReplicaSet shop/web-rs is not in the snapshot")],
+        [OD, SP], [pod("web-0", "od")],
+        [Row("web-0", None, 0, SKIP, "its ReplicaSet shop/web-rs is not in the snapshot")],
         more={"drop_replicasets": True}),
 }
 
@@ -276,8 +282,10 @@ UNREADABLE = {
         [OD, SP], [pod("web-0", "od", cpu="1x")], [Row("web-0", None, 0, SKIP, "pod shop/web-0 cannot be read: ")]),
     "a pod with a malformed preferred term": Case(
         [OD, SP], [pod("web-0", "od", affinity={"nodeAffinity": {PREFERRED: [
-            {"weight": 5, "preference": {"matchExpressions": [{"key": ZONE, "operator": "Near", "values": ["a"]}]}}]}})],
-        [Row("web-0", None, 0, SKIP, "pod shop/web-0 cannot be read: preferredDuringSchedulingIgnoredDuringExecution[0]")]),
+            {"weight": 5, "preference": {"matchExpressions": [
+                {"key": ZONE, "operator": "Near", "values": ["a"]}]}}]}})],
+        [Row("web-0", None, 0, SKIP,
+             "pod shop/web-0 cannot be read: preferredDuringSchedulingIgnoredDuringExecution[0]")]),
     "a Deployment whose maxUnavailable the Deployment controller would refuse": Case(
         [OD, SP], [pod("web-0", "od"), *(pod(f"web-{i}", "sp") for i in range(1, 4))],
         [Row("web-0", None, 0, SKIP, "Deployment shop/web cannot be read: invalid literal for int()")],

@@ -156,7 +156,8 @@ def project_pod(obj: Mapping[str, Any], *, spot: SpotConfig | None = None, share
     for key in ("nodeSelector", "priorityClassName"):
         if spec.get(key) is not None:
             out["spec"][key] = keep(spec[key])
-    conditions = [{"type": "Ready", "status": c.get("status")} for c in (obj.get("status") or {}).get("conditions") or ()
+    conditions = [{"type": "Ready", "status": c.get("status")}
+                  for c in (obj.get("status") or {}).get("conditions") or ()
                   if isinstance(c, Mapping) and c.get("type") == "Ready"]
     if conditions:
         out["status"]["conditions"] = keep(conditions)
@@ -240,7 +241,8 @@ class _Pass:
         keeps one copy of the labels, containers and affinity that replicas share
         (``cluster.snapshot.SharedValues``), and parsing 150,000 pods one by one (their requests
         as exact fractions) would be most of a pass. What differs between replicas - name,
-        start time, whether terminating - is each pod's own."""
+        start time, whether terminating - is each pod's own. The key holds the ids of the
+        shared values: the world holds every one of them for the whole pass."""
         meta, spec = _meta(pod), pod.get("spec") or {}
         key = (meta.get("namespace"), id(meta.get("labels")), spec.get("priority"),
                *(id(spec.get(k)) for k in _PARSED_SPEC))
@@ -366,7 +368,8 @@ class _Pass:
         if pod.node.error is not None:
             return pod.node.error
         if pod.node.reclaim is not None:
-            return f"its node {pod.node.name} is about to be reclaimed ({pod.node.reclaim}): the spot controller moves it"
+            return (f"its node {pod.node.name} is about to be reclaimed ({pod.node.reclaim}): "
+                    "the spot controller moves it")
         root = self.owners.root(candidate.namespace, ref)
         if isinstance(root, str):
             return root

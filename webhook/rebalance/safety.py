@@ -134,8 +134,8 @@ class Owners:
         elif parent is not None:
             return f"its {kind} {name} is owned by {parent.get('kind')} {parent.get('name')}"
         meta = _meta(obj)
-        return Root(kind, namespace, str(meta.get("name") or ""), str(meta.get("uid") or uid or f"{kind}/{namespace}/{name}"),
-                    obj)
+        found_uid = str(meta.get("uid") or uid or f"{kind}/{namespace}/{name}")
+        return Root(kind, namespace, str(meta.get("name") or ""), found_uid, obj)
 
     def selector(self, namespace: str, ref: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The selector of the pod's own controller (a ReplicaSet or StatefulSet): the system
