@@ -176,3 +176,21 @@ def test_scheduling_messages_are_worded_as_the_clusters_release_words_them() -> 
               for version, snapshot in (("1.20", old), ("1.31", new))}
     assert worded["1.20"] and not any("preemption:" in m for m in worded["1.20"])
     assert all("preemption:" in m for m in worded["1.31"])
+
+
+async def test_the_pass_frees_the_snapshot_it_read_in_the_worker_thread() -> None:
+    read = _unplaceable()
+
+    async def fresh(_: ClusterConfig) -> Snapshot | str:
+        return read
+
+    freed: list[int] = []
+
+    class Watched(list):  # type: ignore[type-arg]
+        def __delitem__(self, index: Any) -> None:
+            freed.append(threading.get_ident())
+            super().__delitem__(index)
+
+    read = Snapshot(objects=Watched(read.objects), server_version=read.server_version, match_label_keys=False)
+    await make(ReportApi(), Audits(FOUND), Sink(), read=fresh).once()
+    assert read.objects == [] and freed and threading.get_ident() not in freed
