@@ -23,9 +23,10 @@ the simulations once 5 pods move), and again with no limit on moves, so that the
 the simulations a pass may (``Settings.max_simulations``): the slowest pass there is. It
 measures the memory of a pass: the peak of Python allocations during it (tracemalloc, in a
 third run: tracing slows it) and the growth of the process's peak RSS. Target (issue 30): a pass
-over 5,000 nodes and 150,000 pods in under 10 s. ``--check`` exits 1 when the slowest pass misses
-it. Figures are wall and CPU times of whatever machine runs it: on a shared one, CPU time is the
-steadier figure.
+over 5,000 nodes and 150,000 pods in under 10 s, judged on its CPU time: a pass is one thread
+of pure Python, so on a core of its own its wall time is its CPU time, while on a shared machine
+the wall time also counts the waits for a core. ``--check`` exits 1 when the slowest pass misses
+it. Figures are those of whatever machine runs it.
 """
 from __future__ import annotations
 
@@ -228,9 +229,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{summary(decisions)}; wall {wall:.2f} s, CPU {cpu:.2f} s")
     worst = Settings(spot=spot, max_evictions=max(candidates, 1))
     decisions, wall, cpu = timed(lambda: plan(world, worst))
-    ok = wall < TARGET_SECONDS
+    ok = cpu < TARGET_SECONDS
     print(f"no limit on moves ({worst.max_simulations} simulations, the slowest pass): {summary(decisions)}; "
-          f"wall {wall:.2f} s, CPU {cpu:.2f} s (target < {TARGET_SECONDS:.0f} s): {'ok' if ok else 'MISSED'}")
+          f"wall {wall:.2f} s, CPU {cpu:.2f} s (target < {TARGET_SECONDS:.0f} s of CPU): {'ok' if ok else 'MISSED'}")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     gc.collect()
     tracemalloc.start()
