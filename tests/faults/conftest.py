@@ -34,7 +34,7 @@ from tests.kit.envtest import (
     find_assets,
     find_binary,
 )
-from tests.kit.faults import TEAM_POLICY_YAML, VIEW_MAX_AGE, fault_namespace, registered, wait_for_mutation
+from tests.kit.faults import FIGURES, TEAM_POLICY_YAML, VIEW_MAX_AGE, fault_namespace, registered, wait_for_mutation
 from tests.kit.writers import USERS as WRITER_USERS
 
 HERE = Path(__file__).resolve().parent
@@ -45,6 +45,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.faults)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The figures the tier's tests reported, in every run's summary (CI runs without ``-s``)."""
+    if FIGURES:
+        terminalreporter.section("fault tier figures")
+        for line in FIGURES:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -25,9 +25,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.kit.faults import TEAM_LABEL, TEAM_POOL_LABEL, fault_namespace, wait_for_mutation
 from tests.kit.e2e_workloads import pod_spec, workload
 from tests.kit.envtest import Cluster, ControlPlane, Webhook, wait_until
+from tests.kit.faults import TEAM_LABEL, TEAM_POOL_LABEL, fault_namespace, figure, wait_for_mutation
 from tests.kit.load import Attempt, Load, summary
 from webhook.cluster.informer import REFLECTOR_BACKOFF, BackoffPolicy
 
@@ -96,13 +96,13 @@ def test_an_api_server_restart_loses_no_review_and_the_view_catches_up(
     lost += [a for a in racing if a.status != 0 and not a.mutated]
     failures = _informer(serving, "errors_total") - failures_before
 
-    print(f"\n[faults] kube-apiserver restart: SIGTERM, SIGKILL after {GRACE:.0f}s, down {DOWN:.0f}s; "
+    figure(f"[faults] kube-apiserver restart: SIGTERM, SIGKILL after {GRACE:.0f}s, down {DOWN:.0f}s; "
           f"stop signal to ready again {outage.down:.1f}s (gone after {outage.stopped - outage.stopping:.1f}s, "
           f"ready {outage.ready - outage.starting:.1f}s after start)")
-    print(f"[faults]   creates while up: {summary(before + after)}; in flight at the stop signal: "
+    figure(f"[faults]   creates while up: {summary(before + after)}; in flight at the stop signal: "
           f"{summary(racing)}; lost reviews: {len(lost)}")
-    print(f"[faults]   creates while down or starting (not counted): {summary(down)}")
-    print(f"[faults]   view applied the namespace label {seen:.1f}s after it was made; bound {bound:.1f}s "
+    figure(f"[faults]   creates while down or starting (not counted): {summary(down)}")
+    figure(f"[faults]   view applied the namespace label {seen:.1f}s after it was made; bound {bound:.1f}s "
           f"(reflector backoff {backoff_bound(outage.down):.1f}s: initial {REFLECTOR_BACKOFF.initial}s, "
           f"factor {REFLECTOR_BACKOFF.factor}, cap {REFLECTOR_BACKOFF.cap}s, jitter {REFLECTOR_BACKOFF.jitter}; "
           f"+ {ROUND_TRIP:.0f}s round trip); the namespace informer failed {failures:.0f} list or watch "

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from tests.conftest import POLICIES, ROOT
 from tests.kit import valid_workloads
 from tests.kit.envtest import Cluster, ControlPlane
+from tests.kit.faults import figure
 from webhook.engine import admission, review
 from webhook.policy import loader
 from webhook.policy.policyset import PolicySet
@@ -138,10 +139,10 @@ def test_no_mutated_workload_is_refused_whose_original_the_api_server_accepts(
                                     f"  original: {json.dumps(original)}\n  patch: {json.dumps(outcome.patch)}")
 
     check()
-    print(f"\n[faults] dry-run validation on the real API server: {dict(sorted(counts.items()))}; "
+    figure(f"[faults] dry-run validation on the real API server: {dict(sorted(counts.items()))}; "
           f"dry-run refusals of mutated objects: {len(failures)}")
     if refused_originals:
-        print(f"[faults]   refused unmutated (set aside), first: {refused_originals[0]}")
+        figure(f"[faults]   refused unmutated (set aside), first: {refused_originals[0]}")
     assert counts["accepted unmutated"] >= ACCEPTED_AT_LEAST * counts["generated"], refused_originals[:5]
     assert all(counts[f"{form}, mutated by the {name} set"] for form in ("as written", "defaulted")
                for name in policy_sets)

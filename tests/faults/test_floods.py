@@ -27,6 +27,7 @@ import pytest
 from tests.kit import malformed
 from tests.kit.e2e_workloads import workload
 from tests.kit.envtest import ROOT, Process, Webhook, free_port, wait_until
+from tests.kit.faults import figure
 from tests.kit.reviews import admission_review
 
 REVIEWS, EXTENDER_ARGS = 10_000, 2_000
@@ -192,7 +193,7 @@ def flood(target: Target, valids: list[dict[str, Any]], count: int, what: str) -
     before = rss_mb(target.pid)
     tally = send_all(target, malformed.flood(valids, rng, count))
     after = rss_mb(target.pid)
-    print(f"\n[faults] {what}: {tally.sent} malformed bodies after a warm-up of {warm.sent}; answers by status "
+    figure(f"[faults] {what}: {tally.sent} malformed bodies after a warm-up of {warm.sent}; answers by status "
           f"{dict(sorted(tally.statuses.items()))}; 5xx or no answer: {len(tally.server_errors)}; "
           f"VmRSS {before:.1f} MB -> {after:.1f} MB (growth {after - before:+.1f} MB, limit {GROWTH_LIMIT_MB:.0f})")
     assert tally.sent == count

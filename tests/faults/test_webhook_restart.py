@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from tests.kit.envtest import Cluster, ControlPlane, Webhook
-from tests.kit.faults import fault_namespace, wait_for_mutation
+from tests.kit.faults import fault_namespace, figure, wait_for_mutation
 from tests.kit.load import Attempt, Load, summary
 
 DOWN = 5.0  # seconds the webhook stays stopped
@@ -55,10 +55,10 @@ def test_a_webhook_restart_fails_no_create_with_ignore_and_only_those_in_flight_
     out_of_window = [a for a in failed_fail if a.answered < stopping or a.sent > ready + RECOVERY]
     recovered = _recovered_after(fail, ready)
     lost = [a for a in ignore + fail if a.status == 201 and not a.mutated and not (stopping <= a.sent < ready)]
-    print(f"\n[faults] webhook restart: SIGTERM to gone {stopped - stopping:.1f}s, down {DOWN:.0f}s, "
+    figure(f"[faults] webhook restart: SIGTERM to gone {stopped - stopping:.1f}s, down {DOWN:.0f}s, "
           f"started to /readyz {ready - stopped - DOWN:.1f}s")
-    print(f"[faults]   failurePolicy Ignore: {summary(ignore)}; failed creates: {len(failed_ignore)}")
-    print(f"[faults]   failurePolicy Fail: {summary(fail)}; failed creates: {len(failed_fail)}, all in flight "
+    figure(f"[faults]   failurePolicy Ignore: {summary(ignore)}; failed creates: {len(failed_ignore)}")
+    figure(f"[faults]   failurePolicy Fail: {summary(fail)}; failed creates: {len(failed_fail)}, all in flight "
           f"while it was down: {not out_of_window}; creates succeed again {recovered:+.1f}s after /readyz "
           f"(limit {RECOVERY:.0f}s)")
     assert not failed_ignore, [a.message for a in failed_ignore[:5]]

@@ -53,3 +53,14 @@ def wait_for_mutation(cluster: Cluster, namespace: str) -> None:
     wait_until(lambda: placed(cluster.create(namespace, workload("Deployment", f"warm-{uuid.uuid4().hex[:6]}"),
                                              dry_run=True)),
                what=f"the API server to call the webhook for namespace {namespace}", timeout=60, interval=0.5)
+
+
+# The figures the tier's tests report (lost reviews, recovery times, memory growth), printed as they
+# come (``-s`` shows them) and again in the run's terminal summary (tests/faults/conftest.py), so a
+# CI log has them without ``-s``.
+FIGURES: list[str] = []
+
+
+def figure(line: str) -> None:
+    print(f"\n{line}", end="")
+    FIGURES.append(line)
