@@ -224,6 +224,11 @@ SAFETY = {
     "a Deployment whose 25% of 4 allows one down moves, its owner the Deployment": Case(
         [OD, SP, node("sp2", "spot")], [pod("web-0", "od"), FILL, *(pod(f"web-{i}", "sp2") for i in range(1, 4))],
         [Row("web-0", "sp", 100, MOVE, "lands at once on sp")], more={"deployments": {"web": {}}}),
+    "a StatefulSet's pod moves, its owner the StatefulSet": Case(
+        [OD, SP], [pod("db-0", "od", owner="db", kind="StatefulSet"), FILL],
+        [Row("db-0", "sp", 100, MOVE, "lands at once on sp")],
+        more={"statefulsets": [{"metadata": {"name": "db", "namespace": "shop", "uid": "uid-db"},
+                                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "db"}}}}]}),
     "an owner the controller backed off": Case(
         [OD, SP], [pod("web-0", "od")], [Row("web-0", None, 0, SKIP, "ReplicaSet shop/web-rs is backed off")],
         backoff=frozenset({"uid-web-rs"})),
@@ -271,6 +276,10 @@ EXCLUDED = {
     "a Job's pod": Case([OD, SP], [pod("batch", "od", owner="batch", kind="Job")],
                         [Row("batch", None, 0, SKIP,
                               "owned by Job batch, whose replicas the rebalancer cannot wait for")]),
+    "a Deployment the snapshot lacks, above a ReplicaSet it has": Case(
+        [OD, SP], [pod("web-0", "od")],
+        [Row("web-0", None, 0, SKIP, "its Deployment shop/web is not in the snapshot")],
+        more={"deployments": {"web": {}}, "drop_deployments": True}),
     "a ReplicaSet the snapshot lacks": Case(
         [OD, SP], [pod("web-0", "od")],
         [Row("web-0", None, 0, SKIP, "its ReplicaSet shop/web-rs is not in the snapshot")],
@@ -295,6 +304,11 @@ UNREADABLE = {
         [Row("web-0", None, 0, SKIP, "PodDisruptionBudget odd cannot be read: ")],
         more={"pdbs": [{"metadata": {"name": "odd", "namespace": "shop"}, "spec": {"selector": {"matchExpressions": [
             {"key": "app", "operator": "Near", "values": ["web"]}]}}, "status": {"disruptionsAllowed": 1}}]}),
+    "a pod whose pod anti-affinity the scheduler would refuse to parse": Case(
+        [OD, SP], [pod("web-0", "od", affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": HOSTNAME, "labelSelector": {"matchExpressions": [
+                {"key": "app", "operator": "Near", "values": ["web"]}]}}]}}), FILL],
+        [Row("web-0", None, 0, SKIP, "pod shop/web-0 cannot be read: ")]),
     "a node with an invalid allocatable: its pods are skipped and nothing lands there": Case(
         [node("od", cpu="lots"), node("od-b", zone="b"), node("sp", "spot", zone="c")],
         [pod("web-0", "od"), pod("db-0", "od-b", owner="db", interruptible=False, affinity=prefer((50, ZONE, "a")))],
@@ -304,10 +318,13 @@ UNREADABLE = {
 
 def _decide(case: Case) -> list[Decision]:
     more = dict(case.more)
-    drop = more.pop("drop_replicasets", False)
+    drop_replicasets = more.pop("drop_replicasets", False)
+    drop_deployments = more.pop("drop_deployments", False)
     built = world(case.nodes, case.pods, **more)
-    if drop:
+    if drop_replicasets:
         built = replace(built, replicasets=[])
+    if drop_deployments:
+        built = replace(built, deployments=[])
     return plan(built, case.settings, backoff=case.backoff)
 
 

@@ -395,7 +395,8 @@ class _Pass:
             pod_key, verdict = weighed
             if verdict is Verdict.MOVE:
                 return f"one pod per owner: {pod_key} of {root.label} moves in this pass"
-            return f"one pod per owner a pass: {pod_key} of {root.label} was simulated and stays"
+            said = "was simulated and stays" if verdict is Verdict.STAY else "could not be simulated"
+            return f"one pod per owner a pass: {pod_key} of {root.label} {said}"
         try:
             why = root.busy() or root.strategy()
         except _UNREADABLE as exc:  # a replica count or maxUnavailable the controller would refuse

@@ -66,7 +66,11 @@ class Root:
 
     def busy(self) -> str | None:
         """Why the owner is busy, or None: a pod terminating or not Ready (an earlier move's
-        replacement), or fewer Ready pods than the replicas it wants."""
+        replacement), or fewer Ready pods than the replicas it wants. This is the disruption
+        controller's arithmetic (pkg/controller/disruption: ``countHealthyPods`` counts the
+        pods ``podutil.IsPodReady`` and not being deleted, ``getExpectedScale`` reads the
+        controller's ``spec.replicas``) with no disruption allowed at all: a move waits until
+        the owner is whole again, whatever its budget would allow."""
         waiting = f"waiting for {self.label} to be Ready"
         if self.terminating:
             return f"{waiting}: pod {self.terminating[0]} is terminating"
