@@ -273,6 +273,11 @@ EXCLUDED = {
         [node("od", taints=[SPOT_ITN]), SP], [pod("web-0", "od")],
         [Row("web-0", None, 0, SKIP, "its node od is about to be reclaimed "
                                      "(taint aws-node-termination-handler/spot-itn): the spot controller moves it")]),
+    "a pod whose volume claims a PersistentVolumeClaim": Case(
+        [OD, SP], [pod("db-0", "od", owner="db",
+                       volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}]), FILL],
+        [Row("db-0", None, 0, SKIP, "its volume claims PersistentVolumeClaim data-0, whose volume's place the model "
+                                    "does not know")]),
     "a Job's pod": Case([OD, SP], [pod("batch", "od", owner="batch", kind="Job")],
                         [Row("batch", None, 0, SKIP,
                               "owned by Job batch, whose replicas the rebalancer cannot wait for")]),
@@ -390,12 +395,14 @@ def test_the_best_gain_comes_first() -> None:
 
 def test_the_projection_keeps_what_the_decisions_read() -> None:
     raw = pod("web-0", "od", annotations={ANNOTATION_REBALANCE: "false", "other": "dropped"}, nodeSelector={"a": "b"},
-              priorityClassName="high")
+              priorityClassName="high", volumes=[{"name": "tmp", "emptyDir": {}},
+                                                 {"name": "data", "persistentVolumeClaim": {"claimName": "d"}}])
     got = decide.project_pod(raw)
     assert got["metadata"]["annotations"] == {INTERRUPTIBLE: "true", ANNOTATION_REBALANCE: "false"}
     assert got["metadata"]["ownerReferences"] == [{"kind": "ReplicaSet", "name": "web-rs", "uid": "uid-web-rs",
                                                    "controller": True}]
     assert (got["spec"]["nodeSelector"], got["spec"]["priorityClassName"]) == ({"a": "b"}, "high")
+    assert got["spec"]["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]
     assert got["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
 
 

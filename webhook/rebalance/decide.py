@@ -139,7 +139,8 @@ def plan(world: World, settings: Settings, *, backoff: frozenset[str] = frozense
 def project_pod(obj: Mapping[str, Any], *, spot: SpotConfig | None = None, share: Any = None) -> dict[str, Any]:
     """``cluster.snapshot.project_pod`` plus what the rebalancer reads besides: the annotations
     it weighs (the opt-out, the mirror one, ``spot``'s critical and interruptible ones),
-    ``nodeSelector`` and ``priorityClassName``, the Ready condition and the owners' uids."""
+    ``nodeSelector`` and ``priorityClassName``, the volumes that claim a PersistentVolumeClaim,
+    the Ready condition and the owners' uids."""
     config = spot or SpotConfig()
     keep = share if share is not None else (lambda value: value)
     out = project_scheduled_pod(obj, share=keep)
@@ -156,6 +157,11 @@ def project_pod(obj: Mapping[str, Any], *, spot: SpotConfig | None = None, share
     for key in ("nodeSelector", "priorityClassName"):
         if spec.get(key) is not None:
             out["spec"][key] = keep(spec[key])
+    claims = [{"name": v.get("name"), "persistentVolumeClaim": {"claimName": v["persistentVolumeClaim"].get("claimName")}}
+              for v in spec.get("volumes") or ()
+              if isinstance(v, Mapping) and isinstance(v.get("persistentVolumeClaim"), Mapping)]
+    if claims:
+        out["spec"]["volumes"] = keep(claims)
     conditions = [{"type": "Ready", "status": c.get("status")}
                   for c in (obj.get("status") or {}).get("conditions") or ()
                   if isinstance(c, Mapping) and c.get("type") == "Ready"]
@@ -363,6 +369,12 @@ class _Pass:
             return "no controller owns it: nothing would recreate it"
         if ref.get("kind") == "DaemonSet":
             return f"a DaemonSet pod: DaemonSet {ref.get('name')} runs it on its node"
+        claim = _claim(pod.obj)
+        if claim is not None:
+            # The model has no volume plugins (VolumeBinding, VolumeZone, the attach limits): it
+            # cannot tell where the claimed volume may follow the pod, nor the scheduler's
+            # answer, and a zonal volume would hold the replacement Pending in another zone.
+            return f"its volume claims PersistentVolumeClaim {claim}, whose volume's place the model does not know"
         if pod.error is not None:
             return pod.error
         if pod.node.error is not None:
@@ -499,8 +511,19 @@ def _in_turn(pods: Sequence[_Pod], turn: int) -> list[_Pod]:
     return ordered
 
 
+def _claim(pod: Mapping[str, Any]) -> str | None:
+    """The first PersistentVolumeClaim the pod's volumes claim, if any."""
+    for volume in (pod.get("spec") or {}).get("volumes") or ():
+        claim = volume.get("persistentVolumeClaim") if isinstance(volume, Mapping) else None
+        if isinstance(claim, Mapping):
+            return str(claim.get("claimName") or "")
+    return None
+
+
 def _unbound(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod as its replacement meets the scheduler: the same spec without ``nodeName``."""
+    """The pod as its replacement meets the scheduler: the same spec without ``nodeName`` (the
+    controller makes the replacement from its template, which admission mutated as it did this
+    pod's while the policies stay the same)."""
     spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
     return {**pod, "spec": spec}
 
