@@ -165,7 +165,13 @@ def _unplaceable() -> Snapshot:
     web = deployment("web", namespace="shop")
     web.update(apiVersion="apps/v1", kind="Deployment")
     web["metadata"].update(uid="uid-web", resourceVersion="7")
-    return Snapshot(objects=[web], server_version=(1, 20), match_label_keys=False)
+    # One node it cannot use: with none at all the scheduler answers "no nodes available"
+    # before any plugin (or preemption) speaks.
+    tainted = {"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+               "spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]},
+               "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    return Snapshot(objects=[web, tainted], server_version=(1, 20), match_label_keys=False)
 
 
 def test_scheduling_messages_are_worded_as_the_clusters_release_words_them() -> None:

@@ -235,3 +235,12 @@ def test_a_nodes_pods_by_namespace_follow_every_copy_of_the_node() -> None:
     fewer = more.without_pods([p for p in more.pods if p.name == "web-1"])
     assert [p.name for p in fewer.in_namespace("default")] == ["web-2"]
     assert [p.name for p in node_a.in_namespace("default")] == ["web-1"]
+
+
+def test_a_cluster_without_nodes_answers_no_nodes_available_before_any_plugin_runs() -> None:
+    # genericScheduler.Schedule returns ErrNoNodesAvailable when the snapshot is empty: no
+    # FitError histogram, no preemption, even for a pod PreFilter would reject.
+    for spec in ({}, {"affinity": pod_affinity(required=[term({"app": "db"}, HOSTNAME)])}):
+        result = schedule(pod("p", **spec), Cluster.from_objects([]))
+        assert (result.message, result.schedulable, result.preemption) == (
+            "no nodes available to schedule pods", False, None)

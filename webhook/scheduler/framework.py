@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 __all__ = ["Placement", "PluginScore", "Result", "place", "prioritize", "schedule"]
 
 _DEFAULT_OPTIONS = Options()
+# genericScheduler.Schedule (v1.20 core/generic_scheduler.go; schedulePod since v1.26) returns
+# ErrNoNodesAvailable before any plugin runs when the snapshot holds no node at all: no
+# FitError, no preemption, and the pod's condition carries this text.
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 # The status findNodesThatFitPod records for each node NodeAffinity's PreFilterResult leaves
 # out (SetAbsentNodesStatus): they are counted in the message like filtered nodes.
 _ABSENT = Failure("NodeAffinity", UNRESOLVABLE, (Reason.PREFILTER_NODES.format(plugins="NodeAffinity"),),
@@ -122,6 +126,8 @@ def schedule(pod: Mapping[str, Any], cluster: Cluster, *, default_selector: Mapp
     DefaultPreemption when nothing fits.
     """
     state = plan_state(pod, cluster, default_selector, options or _DEFAULT_OPTIONS)
+    if not cluster.nodes:
+        return _empty_result(state, pod, 0, {}, {}, NO_NODES_AVAILABLE, None)
     pool = _pool(cluster, nodes)
     if state.prefilter is not None:
         return _rejected(state, cluster, pod, pool, preempt)
