@@ -157,9 +157,9 @@ def project_pod(obj: Mapping[str, Any], *, spot: SpotConfig | None = None, share
     for key in ("nodeSelector", "priorityClassName"):
         if spec.get(key) is not None:
             out["spec"][key] = keep(spec[key])
-    claims = [{"name": v.get("name"), "persistentVolumeClaim": {"claimName": v["persistentVolumeClaim"].get("claimName")}}
-              for v in spec.get("volumes") or ()
-              if isinstance(v, Mapping) and isinstance(v.get("persistentVolumeClaim"), Mapping)]
+    claims = [{"name": v.get("name"), "persistentVolumeClaim": {"claimName": claim.get("claimName")}}
+              for v in spec.get("volumes") or () if isinstance(v, Mapping)
+              and isinstance(claim := v.get("persistentVolumeClaim"), Mapping)]
     if claims:
         out["spec"]["volumes"] = keep(claims)
     conditions = [{"type": "Ready", "status": c.get("status")}
