@@ -155,3 +155,33 @@ def test_a_conflict_is_never_reported_for_requirements_some_label_set_satisfies(
     if all(selectors.holds(r["operator"], labels.get(r["key"]), set(r.get("values") or ()), bound(r))
            for r in requirements):
         assert selectors.conflict(requirements) is None
+
+
+@pytest.mark.parametrize(("requirement", "why"), [
+    (_req("t", "In", "a"), None),
+    (_req("t", "NotIn", "a"), None),
+    (_req("t", "Exists"), None),
+    (_req("t", "DoesNotExist"), None),
+    (_req("t", "In"), "t In"),  # In with no value left
+    (_req("n", "Gt", "x"), "n Gt [x] is not an integer the scheduler can read"),
+    (_req("n", "Gt", "9223372036854775807"), "no integer satisfies n Gt [9223372036854775807]"),
+    (_req("n", "Lt", "0"), "no integer satisfies n Lt [0]"),
+    (_req("n", "Gt", "5"), None),
+])
+def test_a_requirement_alone_on_its_key_conflicts_only_with_itself(requirement: dict[str, Any], why: str | None) -> None:
+    assert selectors.conflict([requirement, _req("other", "Exists")]) == why
+
+
+ODD_VALUES = st.one_of(st.none(), st.lists(st.sampled_from(["a", "0", "5", 7]), max_size=2), st.just("ab"), st.just({}))
+
+
+@given(st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Near"]), ODD_VALUES)
+def test_the_shortcut_for_a_lone_requirement_says_what_the_whole_rule_says(op: str, values: Any) -> None:
+    requirement = {"key": "t", "operator": op, "values": values}
+    try:
+        expected = selectors._key_conflict("t", [requirement])
+    except (TypeError, IndexError) as exc:  # what the whole rule raises, the shortcut must raise too
+        with pytest.raises(type(exc)):
+            selectors.conflict([requirement])
+        return
+    assert selectors.conflict([requirement]) == expected

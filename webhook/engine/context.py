@@ -30,9 +30,11 @@ class Report:
     warnings: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Context:
-    """One policy's application to one object, as its writers see it."""
+    """One policy's application to one object, as its writers see it. Nothing assigns to
+    its fields (``at`` makes another); it is not a frozen dataclass only because one is
+    made per policy and object, and a frozen one's ``__init__`` costs three times as much."""
 
     mode: str  # onConflict: merge | keep | replace
     cluster: ClusterView | None = None  # None: no view of the cluster (checks are skipped)

@@ -159,7 +159,7 @@ def and_into(existing: Sequence[Mapping[str, Any]], terms: Sequence[Term]) -> li
     makes a second application a no-op. An empty term matches no node and ANDing keeps it
     so; it is left alone rather than turned into one that matches.
     """
-    if all(_left_alone(term) or any(_lists_every_requirement(term, t) for t in terms) for term in existing):
+    if _implied(existing, terms):
         return None  # what ANDing them in an earlier pass left: no need to key every term
     out: list[Any] = []
     seen: set[Any] = set()
@@ -193,14 +193,31 @@ def _left_alone(term: Any) -> bool:
     return not isinstance(term, dict) or not (term.get("matchExpressions") or term.get("matchFields"))
 
 
+def _implied(existing: Sequence[Any], terms: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether every term of ``existing`` is left alone or lists every requirement of one of
+    ``terms`` (loops, not generators: this runs for every policy in every pass)."""
+    for term in existing:
+        if _left_alone(term):
+            continue
+        for other in terms:
+            if _lists_every_requirement(term, other):
+                break
+        else:
+            return False
+    return True
+
+
 def _lists_every_requirement(term: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     """Whether ``term`` holds each requirement of ``other`` exactly as ``other`` writes it, so
     that it implies ``other``: a C-speed check before ``term_key``. The loader makes a policy's
     values text, and for text ``==`` tells what ``expr_key`` tells."""
     for part in _PARTS:
         have = term.get(part) or []
-        if not isinstance(have, list) or any(e not in have for e in other.get(part) or ()):
+        if not isinstance(have, list):
             return False  # an odd shape takes the long way, and fails there as it always did
+        for requirement in other.get(part) or ():
+            if requirement not in have:
+                return False
     return True
 
 

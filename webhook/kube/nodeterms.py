@@ -42,10 +42,14 @@ def expr_key(expr: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def term_key(term: Mapping[str, Any]) -> TermKey:
     """Identity of a NodeSelectorTerm: its requirements are ANDed, so order is irrelevant."""
-    return (
-        frozenset(expr_key(e) for e in term.get("matchExpressions") or ()),
-        frozenset(expr_key(e) for e in term.get("matchFields") or ()),
-    )
+    return _requirements(term.get("matchExpressions")), _requirements(term.get("matchFields"))
+
+
+_NO_REQUIREMENTS: frozenset[Any] = frozenset()
+
+
+def _requirements(exprs: Iterable[Mapping[str, Any]] | None) -> frozenset[Any]:
+    return frozenset(map(expr_key, exprs)) if exprs else _NO_REQUIREMENTS
 
 
 def preferred_key(pref: Mapping[str, Any]) -> tuple[Any, ...]:

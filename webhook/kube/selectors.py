@@ -149,10 +149,26 @@ def conflict(requirements: Iterable[Mapping[str, Any]]) -> str | None:
     for req in requirements:
         by_key.setdefault(str(req.get("key")), []).append(req)
     for key, reqs in by_key.items():
+        if len(reqs) == 1 and _holds_alone(reqs[0]):
+            continue
         why = _key_conflict(key, reqs)
         if why is not None:
             return why
     return None
+
+
+_HOLD_ALONE = frozenset({"NotIn", "Exists", "DoesNotExist"})
+
+
+def _holds_alone(req: Mapping[str, Any]) -> bool:
+    """Whether one requirement, alone on its key, can hold, told without ``_key_conflict``'s
+    sets (most keys of a node term have one requirement): all but an In without values and a
+    Gt/Lt bound can. Gt/Lt, and values that are not a list, take the long way."""
+    values = req.get("values")
+    if values is not None and type(values) is not list:
+        return False
+    op = req.get("operator")
+    return op in _HOLD_ALONE or (op == "In" and bool(values))
 
 
 def _show(key: str, req: Mapping[str, Any]) -> str:
