@@ -16,7 +16,7 @@ from tests.kit.engine import FAKE, fake_apply
 from tests.kit.policies import policy, policy_set
 from tests.kit.workloads import deployment
 from webhook import ANNOTATION_APPLIED, ANNOTATION_SKIP
-from webhook.engine import admission, placement, review, working
+from webhook.engine import admission, matching, placement, review, working
 from webhook.kube.affinity import REQUIRED
 from webhook.kube.kinds import BUILTIN
 from webhook.policy.policyset import PolicySet
@@ -307,3 +307,56 @@ def test_a_second_pass_runs_only_when_a_policy_reads_what_others_write(spec: dic
                           steps=admission.Steps(apply=counting))
     assert out.result == "patched"
     assert len(calls) == passes
+
+
+def _counting_selects(asked: list[str]) -> Any:
+    def selects(policy: Any, subject: Any) -> Any:
+        asked.append(policy.name)
+        return matching.selects(policy, subject)
+
+    return selects
+
+
+def test_a_policy_matching_on_nothing_the_engine_writes_is_asked_once_per_admission() -> None:
+    # The rollout makes admission settle over a second pass; neither policy's criteria read
+    # pod labels or annotations, so neither verdict can change between the passes.
+    policies = policy_set(policy("zone", order=1, placement={"nodeSelector": {"zone": "a"}}),
+                          policy("safe", order=2, placement={"nodeSelector": {"disk": "ssd"}}, rollout={"mode": "safe"}))
+    asked: list[str] = []
+    calls: list[str] = []
+
+    def counting(obj: dict, **kw: Any) -> Any:
+        calls.append(kw["policy"].name)
+        return fake_apply(obj, **kw)
+
+    steps = admission.Steps(selects=_counting_selects(asked), apply=counting)
+    out = admission.admit(review.request_for_object(deployment()), policies=policies, steps=steps)
+    assert out.applied == ["safe", "zone"]
+    assert calls == ["zone", "safe", "zone", "safe"]  # two passes ...
+    assert asked == ["zone", "safe"]  # ... one question each
+
+
+def test_a_policy_matching_on_a_pod_label_a_later_policy_writes_is_asked_again_in_the_next_pass() -> None:
+    # "reader" cannot match in the first pass: the label it selects on is written after it
+    # runs. A verdict kept from that pass would leave it out of the answer for good.
+    reader = policy("reader", order=1, match={"podSelector": {"matchLabels": {"group": "web"}}},
+                    placement={"nodeSelector": {"disk": "ssd"}})
+    labeller = policy("labeller", order=2)
+
+    def labelling(obj: dict, *, policy: Any, **kw: Any) -> placement.Applied:
+        if policy.name != "labeller":
+            return fake_apply(obj, policy=policy, **kw)
+        labels = obj["spec"]["template"]["metadata"]["labels"]
+        if labels.get("group") == "web":
+            return placement.Applied(changed=False)
+        labels["group"] = "web"
+        return placement.Applied(changed=True)
+
+    asked: list[str] = []
+    steps = admission.Steps(selects=_counting_selects(asked), apply=labelling)
+    obj = deployment()
+    out = admission.admit(review.request_for_object(obj), policies=policy_set(reader, labeller), steps=steps)
+    assert out.applied == ["labeller", "reader"]
+    assert out.object is not None and _node_selector(out.object) == {"disk": "ssd"}
+    assert jsonpatch.apply_patch(obj, out.patch) == out.object
+    assert asked.count("reader") == 3 and asked.count("labeller") == 1  # the last pass changed nothing

@@ -24,9 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from webhook.cluster.view import StaticClusterView
-from webhook.engine import admission, review
+from webhook.engine import admission, review, shapes
 from webhook.files import documents
 from webhook.kube.deployment import resolve
+from webhook.kube.kinds import BUILTIN
 from webhook.policy import loader
 from webhook.policy.policyset import PolicySet
 
@@ -347,3 +348,18 @@ def test_objects_without_any_labels_or_annotations_are_mutated_validly(spec: dic
     assert jsonpatch.apply_patch(obj, out.patch) == out.object
     kubernetes_validate.validate(out.object, "1.31", strict=True)
     assert _admit(copy.deepcopy(out.object), load_policies([spec])).patch == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(obj=workloads(), specs=st.lists(policy_specs, min_size=1, max_size=3), cluster=st.sampled_from([None, CLUSTER]))
+def test_what_policies_write_keeps_the_shapes_the_engine_reads(
+    obj: dict[str, Any], specs: list[dict[str, Any]], cluster: StaticClusterView | None
+) -> None:
+    # Admission checks the object's shapes once and no policy application checks again: that
+    # is sound only if no policy writes a field of another shape.
+    target = BUILTIN.for_object(obj)
+    assert target is not None
+    shapes.check(obj, target)
+    out = _admit(obj, load_policies(specs), cluster)
+    assert out.object is not None
+    shapes.check(out.object, target)

@@ -13,7 +13,7 @@ import pytest
 
 from tests.kit.e2e_workloads import workload
 from tests.kit.malformed import WRONG_VALUES, paths, replaced
-from webhook.engine import admission, review
+from webhook.engine import admission, review, shapes
 from webhook.kube.affinity import REQUIRED
 from webhook.policy import loader
 from webhook.policy.policyset import PolicySet
@@ -75,3 +75,27 @@ def test_null_fields_are_absent_as_go_decodes_them(shipped: PolicySet) -> None:
     obj["metadata"]["annotations"] = None
     outcome = admission.admit(review.request_for_object(obj, namespace="prod"), policies=shipped)
     assert not outcome.failed and outcome.result == "patched", outcome.warnings
+
+
+def test_a_well_shaped_object_has_its_shapes_checked_once_per_admission(
+        shipped: PolicySet, monkeypatch: pytest.MonkeyPatch) -> None:
+    checked: list[object] = []
+    real = shapes.check
+
+    def counting(obj: dict[str, Any], target: Any) -> None:
+        checked.append(obj)
+        real(obj, target)
+
+    monkeypatch.setattr(shapes, "check", counting)
+    outcome = admission.admit(review.request_for_object(deployment(), namespace="prod"), policies=shipped)
+    assert outcome.result == "patched" and len(outcome.applied) > 1
+    assert len(checked) == 1
+
+
+def test_a_misshapen_object_leaves_out_every_policy_in_every_pass(shipped: PolicySet) -> None:
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["tolerations"] = [None]
+    outcome = admission.admit(review.request_for_object(obj, namespace="prod"), policies=shipped)
+    assert outcome.failed and not outcome.applied and outcome.result == "unchanged"
+    assert all("tolerations[0] is null (at spec.template.spec.tolerations[0])" in w
+               for w in outcome.warnings if ": not applied: " in w)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from webhook import ANNOTATION_SKIP
-from webhook.engine import matching, patching, placement, revisions
+from webhook.engine import matching, patching, placement, revisions, shapes
 from webhook.engine.context import PlacementError
 from webhook.engine.review import Request
 from webhook.engine.working import record_applied, working_copy
@@ -195,14 +195,27 @@ def _reads_others_output(policy: Policy) -> bool:
     cached = policy.cache.get("admission.reads_others_output")
     if cached is None:
         spec = policy.spec
-        criteria = [spec.get("match") or {}, spec.get("exclude") or {}]
         cached = bool(
             policy.on_conflict == "replace"
             or spec.get("rollout")
             or (spec.get("scheduling") or {}).get("preemptionPolicy")
-            or any(c.get("podSelector") or c.get("annotations") for c in criteria)
+            or _matches_on_written(policy)
         )
         policy.cache["admission.reads_others_output"] = cached
+    return bool(cached)
+
+
+def _matches_on_written(policy: Policy) -> bool:
+    """Whether ``policy``'s match or exclude reads what the engine writes: pod labels (the
+    group label) and annotations (the applied annotation). Everything else matching reads (kind,
+    operation, namespace, name, object labels, the cluster's namespace labels) is the same in
+    every pass of an admission, and so is the verdict of a policy that reads only that."""
+    cached = policy.cache.get("admission.matches_on_written")
+    if cached is None:
+        spec = policy.spec
+        criteria = [spec.get("match") or {}, spec.get("exclude") or {}]
+        cached = any(c.get("podSelector") or c.get("annotations") for c in criteria)
+        policy.cache["admission.matches_on_written"] = cached
     return bool(cached)
 
 
@@ -327,6 +340,9 @@ class _Run:
         self.skip = skip
         self.refused: set[str] = set()
         self._subject: matching.Subject | None = None
+        # Verdicts that hold for every pass of this admission (see ``verdict``), by policy name.
+        self._verdicts: dict[str, matching.Verdict] = {}
+        self._well_shaped: bool | None = None  # see ``well_shaped``
 
     def run_pass(self, candidates: tuple[Policy, ...]) -> bool:
         """Offer the object to every candidate once; True when the pass as a whole changed it.
@@ -380,8 +396,19 @@ class _Run:
             )
         return self._subject
 
+    def verdict(self, policy: Policy) -> matching.Verdict:
+        """Whether ``policy`` selects the object as the policies so far left it. Asked once per
+        admission for a policy whose criteria read nothing the engine writes, since its
+        verdict cannot change between passes (``_matches_on_written``)."""
+        verdict = self._verdicts.get(policy.name)
+        if verdict is None:
+            verdict = self.steps.selects(policy, self.subject())
+            if not _matches_on_written(policy):
+                self._verdicts[policy.name] = verdict
+        return verdict
+
     def consider(self, policy: Policy) -> None:
-        verdict = self.steps.selects(policy, self.subject())
+        verdict = self.verdict(policy)
         if verdict.undecided:
             self.warnings.append(f"{policy.name}: {verdict.reason}")
         if not verdict.matched:
@@ -394,8 +421,22 @@ class _Run:
         else:
             self._enforce(policy)
 
+    def well_shaped(self) -> bool:
+        """Whether the fields the engine reads have their JSON types in the object policies
+        start from (``shapes.check``). Asked once: what policies write keeps those types,
+        so when it holds no policy application checks again; when it does not, each one
+        does, and each is left out with the warning naming the field."""
+        if self._well_shaped is None:
+            try:
+                shapes.check(self.base, self.target)
+                self._well_shaped = True
+            except PlacementError:
+                self._well_shaped = False
+        return self._well_shaped
+
     def _apply(self, obj: dict[str, Any], policy: Policy) -> placement.Applied:
-        return self.steps.apply(obj, policy=policy, target=self.target, cluster=self.cluster, original=self.base)
+        return self.steps.apply(obj, policy=policy, target=self.target, cluster=self.cluster, original=self.base,
+                                well_shaped=self.well_shaped())
 
     def _enforce(self, policy: Policy) -> None:
         try:

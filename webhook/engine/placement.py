@@ -50,9 +50,14 @@ def apply_policy(
     target: Target,
     cluster: ClusterView | None,
     original: Mapping[str, Any] | None = None,
+    well_shaped: bool = False,
 ) -> Applied:
     """Apply ``policy`` to ``obj`` in place. Raises ``PlacementError`` when the policy
-    cannot be applied to this object; the caller then discards the working copy."""
+    cannot be applied to this object; the caller then discards the working copy.
+
+    ``well_shaped``: the caller has found ``obj`` (or the object it was copied from before
+    policies edited it) of the shapes the engine reads (``shapes.check``). What a policy
+    writes keeps those shapes, so admission checks an object once, not once per policy."""
     compiled = fragments.compiled(policy)
     if compiled.error:
         raise PlacementError(compiled.error)
@@ -62,7 +67,8 @@ def apply_policy(
     elif target.pod_spec is None:
         raise PlacementError(f"{target.kind} has neither a pod spec nor a native scheduling API")
     else:
-        shapes.check(obj, target)
+        if not well_shaped:
+            shapes.check(obj, target)
         ctx = Context(policy.on_conflict, cluster, where=".".join(target.pod_spec), original=original)
         _apply_pod(obj, compiled=compiled, target=target, ctx=ctx)
     return Applied(ctx.report.changed, [warnings.clip(f"{policy.name}: {w}") for w in ctx.report.warnings])

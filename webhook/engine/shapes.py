@@ -56,23 +56,44 @@ def _said(where: str, what: str) -> str:
 
 def problem(value: Any, shape: Shape, where: str) -> str | None:
     """What is wrong with ``value`` at ``where`` for ``shape``, or None."""
+    found = _misshapen(value, shape)
+    if found is None:
+        return None
+    steps, what = found
+    return _said(where + "".join(reversed(steps)), what)
+
+
+def _misshapen(value: Any, shape: Shape) -> tuple[list[str], str] | None:
+    """The steps from ``value`` down to the first field of another shape (innermost first:
+    ``.key`` or ``[index]``) and what is wrong with it, or None. Admission checks every
+    object it mutates, so the path is spelled out only for a field that is wrong."""
     if value is None or shape is None:
         return None
     if isinstance(shape, dict):
         if not isinstance(value, dict):
-            return _said(where, "not a mapping")
-        return next((p for key, inner in shape.items() if (p := problem(value.get(key), inner, f"{where}.{key}"))), None)
+            return [], "not a mapping"
+        for key, inner in shape.items():
+            found = _misshapen(value.get(key), inner)
+            if found is not None:
+                found[0].append(f".{key}")
+                return found
+        return None
     if isinstance(shape, list):
         if not isinstance(value, list):
-            return _said(where, "not a list")
-        return next((p for i, item in enumerate(value) if (p := _element(item, shape[0], f"{where}[{i}]"))), None)
-    return None if isinstance(value, shape) else _said(where, "not a string" if shape is str else f"not a {shape.__name__}")
-
-
-def _element(item: Any, shape: Shape, where: str) -> str | None:
-    if item is None and shape is not None:
-        return _said(where, "null")
-    return problem(item, shape, where)
+            return [], "not a list"
+        element = shape[0]
+        if element is None:  # any element will do, null included
+            return None
+        for i, item in enumerate(value):
+            # The engine reads elements unconditionally: null is refused where a shape is expected.
+            found = ([], "null") if item is None else _misshapen(item, element)
+            if found is not None:
+                found[0].append(f"[{i}]")
+                return found
+        return None
+    if isinstance(value, shape):
+        return None
+    return [], "not a string" if shape is str else f"not a {shape.__name__}"
 
 
 def _dotted(path: Sequence[str]) -> str:
