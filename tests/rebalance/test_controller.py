@@ -137,6 +137,9 @@ async def test_the_world_is_the_view_the_pods_as_decide_projects_them_and_the_cl
     assert sorted(p["metadata"]["name"] for p in world.pods) == ["web-1", "web-2", "web-3", "web-4"]
     assert world.pods[0]["metadata"]["ownerReferences"][0]["uid"].startswith("rs-"), "owner uids are kept"
     assert [p["metadata"]["name"] for p in world.pdbs] == ["web"]
+    # A List's items carry no apiVersion; the budget's is stamped, since an empty selector
+    # selects no pod under policy/v1beta1 and every pod under policy/v1.
+    assert [p.get("apiVersion") for p in world.pdbs] == ["policy/v1beta1"]
     assert world.now == clock.now and backoff == frozenset() and settings.max_evictions == 2
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from webhook.cluster import discovery
@@ -49,10 +51,17 @@ def view(client: Client, spot: SpotConfig, pdbs: str | None, **options: Any) -> 
     pods. ``options`` go to the cache (tests make its timings short)."""
     cache = ClusterCache(client, projections={NODES: node_projection(spot)}, **options)
     if pdbs is not None:
-        cache.add(PDBS, f"/apis/{pdbs}/poddisruptionbudgets", project_pdb)
+        cache.add(PDBS, f"/apis/{pdbs}/poddisruptionbudgets", functools.partial(_stamped_pdb, api_version=pdbs))
     for name in WORKLOADS:
         cache.add(name, f"/apis/apps/v1/{name}", project_workload)
     return cache
+
+
+def _stamped_pdb(obj: Mapping[str, Any], *, api_version: str) -> dict[str, Any]:
+    """A budget as ``project_pdb`` keeps it, with its group-version: a List's items carry none,
+    and an empty selector selects no pod under policy/v1beta1 but every pod under policy/v1
+    (``safety`` reads which)."""
+    return {**project_pdb(obj), "apiVersion": api_version}
 
 
 async def _pdb_group_version(client: Client, timeout: float, *, one_shot: bool) -> str | None | sync.NotSynced:
