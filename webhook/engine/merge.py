@@ -298,17 +298,28 @@ def _merge_node_affinity(
 # --- other groups ---------------------------------------------------------------------
 
 
+def whole_group(container: dict[str, Any], key: str, current: Any, wanted: Any, ctx: Context) -> bool:
+    """The modes that take the field group ``container[key]`` whole. True when they decided it:
+    ``keep`` leaves a group the object sets as it is; ``replace``, or an object without the
+    group, puts a copy of ``wanted`` in its place. False: ``merge`` folds ``wanted`` into
+    ``current``, which the object sets."""
+    if ctx.mode == KEEP and current:
+        return True
+    if ctx.mode != REPLACE and current:
+        return False
+    if current != wanted:
+        container[key] = copy_json(wanted)
+        ctx.changed()
+    return True
+
+
 def node_selector(pod_spec: dict[str, Any], wanted: Mapping[str, str], ctx: Context) -> None:
     if not wanted:
         return
     current = mapping(pod_spec, "nodeSelector", where=ctx.where)
-    if ctx.mode == KEEP and current:
+    if whole_group(pod_spec, "nodeSelector", current, dict(wanted), ctx):
         return
-    if ctx.mode == REPLACE or not current:
-        if current != dict(wanted):
-            pod_spec["nodeSelector"] = dict(wanted)
-            ctx.changed()
-        return
+    assert current is not None  # merge: whole_group took an absent group
     for k, v in wanted.items():
         have = current.get(k)
         if have is None:
@@ -358,13 +369,9 @@ def tolerations(pod_spec: dict[str, Any], wanted: Sequence[Term], ctx: Context) 
     if not wanted:
         return
     current = sequence(pod_spec, "tolerations", where=ctx.where)
-    if ctx.mode == KEEP and current:
+    if whole_group(pod_spec, "tolerations", current, list(wanted), ctx):
         return
-    if ctx.mode == REPLACE or not current:
-        if current != list(wanted):
-            pod_spec["tolerations"] = copy_json(list(wanted))
-            ctx.changed()
-        return
+    assert current is not None  # merge: whole_group took an absent group
     if append_missing(current, wanted, toleration_key, key_bucket):
         ctx.changed()
 

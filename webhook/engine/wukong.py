@@ -225,13 +225,9 @@ def _resources(scheduling: dict[str, Any], resources: Mapping[str, Any], *, ctx:
     if not resources:
         return
     current = merge.mapping(scheduling, "resourceAffinity", where="spec.scheduling")
-    if ctx.mode == KEEP and current:
+    if merge.whole_group(scheduling, "resourceAffinity", current, dict(resources), ctx):
         return
-    if ctx.mode == REPLACE or not current:
-        if current != dict(resources):
-            scheduling["resourceAffinity"] = copy_json(dict(resources))
-            ctx.changed()
-        return
+    assert current is not None  # merge: whole_group took an absent group
     for name in _RESOURCE_PREFS:
         if name in resources:
             merge.scalar(current, name, copy_json(resources[name]), ctx)
