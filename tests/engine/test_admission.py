@@ -338,7 +338,8 @@ def test_a_policy_matching_on_nothing_the_engine_writes_is_asked_once_per_admiss
 
 def test_a_policy_matching_on_a_pod_label_a_later_policy_writes_is_asked_again_in_the_next_pass() -> None:
     # "reader" cannot match in the first pass: the label it selects on is written after it
-    # runs. A verdict kept from that pass would leave it out of the answer for good.
+    # runs. A verdict kept from that pass, or one asked of the object as it was before the
+    # label was written, would leave it out of the answer for good.
     reader = policy("reader", order=1, match={"podSelector": {"matchLabels": {"group": "web"}}},
                     placement={"nodeSelector": {"disk": "ssd"}})
     labeller = policy("labeller", order=2)
@@ -346,10 +347,10 @@ def test_a_policy_matching_on_a_pod_label_a_later_policy_writes_is_asked_again_i
     def labelling(obj: dict, *, policy: Any, **kw: Any) -> placement.Applied:
         if policy.name != "labeller":
             return fake_apply(obj, policy=policy, **kw)
-        labels = obj["spec"]["template"]["metadata"]["labels"]
-        if labels.get("group") == "web":
+        template = obj["spec"]["template"]["metadata"]
+        if (template.get("labels") or {}).get("group") == "web":
             return placement.Applied(changed=False)
-        labels["group"] = "web"
+        template["labels"] = {**(template.get("labels") or {}), "group": "web"}  # a new mapping
         return placement.Applied(changed=True)
 
     asked: list[str] = []

@@ -340,6 +340,7 @@ class _Run:
         self.skip = skip
         self.refused: set[str] = set()
         self._subject: matching.Subject | None = None
+        self._subject_current = False  # built since the last change (see ``subject``)
         # Verdicts that hold for every pass of this admission (see ``verdict``), by policy name.
         self._verdicts: dict[str, matching.Verdict] = {}
         self._well_shaped: bool | None = None  # see ``well_shaped``
@@ -366,7 +367,7 @@ class _Run:
             return False
         # The next pass edits a copy of this pass's object, so this pass's patch, whose values
         # are parts of the object, stays as it is to compare with the next one.
-        self._working, self._subject = working_copy(self.working, self.target), None
+        self._working, self._subject_current = working_copy(self.working, self.target), False
         return True
 
     def holding(self) -> _Run:
@@ -384,9 +385,11 @@ class _Run:
         """The object as the policies so far left it (read only)."""
         return self._working if self._working is not None else self.base
 
-    def subject(self) -> matching.Subject:
-        # Rebuilt after every change: each policy matches the object as the previous left it.
-        if self._subject is None:
+    def subject(self, *, fresh: bool = True) -> matching.Subject:
+        """The matching view of the object. ``fresh``: of the object as the policies so far
+        left it, rebuilt after every change; otherwise any view this admission built will do,
+        for a policy whose criteria read nothing the engine writes (``_matches_on_written``)."""
+        if self._subject is None or (fresh and not self._subject_current):
             self._subject = matching.subject(
                 self.current(),
                 target=self.target,
@@ -394,6 +397,7 @@ class _Run:
                 namespace=self.request.namespace,
                 cluster=self.cluster,
             )
+            self._subject_current = True
         return self._subject
 
     def verdict(self, policy: Policy) -> matching.Verdict:
@@ -402,8 +406,9 @@ class _Run:
         verdict cannot change between passes (``_matches_on_written``)."""
         verdict = self._verdicts.get(policy.name)
         if verdict is None:
-            verdict = self.steps.selects(policy, self.subject())
-            if not _matches_on_written(policy):
+            reads_written = _matches_on_written(policy)
+            verdict = self.steps.selects(policy, self.subject(fresh=reads_written))
+            if not reads_written:
                 self._verdicts[policy.name] = verdict
         return verdict
 
@@ -450,7 +455,7 @@ class _Run:
         if result.changed:
             self.applied.append(policy)
             self.changed_in_pass.append(policy.name)
-            self._subject = None
+            self._subject_current = False
 
     def _replay(self) -> None:
         """Undo a policy that failed half-way: rebuild the working copy from the original
@@ -460,7 +465,7 @@ class _Run:
             self._apply(self.working, policy)
         if self.applied:
             record_applied(self.working, sorted({p.name for p in self.applied}))
-        self._subject = None
+        self._subject_current = False
 
     def _audit(self, policy: Policy) -> None:
         base = self.current()

@@ -71,7 +71,8 @@ def apply_policy(
             shapes.check(obj, target)
         ctx = Context(policy.on_conflict, cluster, where=".".join(target.pod_spec), original=original)
         _apply_pod(obj, compiled=compiled, target=target, ctx=ctx)
-    return Applied(ctx.report.changed, [warnings.clip(f"{policy.name}: {w}") for w in ctx.report.warnings])
+    said = ctx.report.warnings
+    return Applied(ctx.report.changed, [warnings.clip(f"{policy.name}: {w}") for w in said] if said else [])
 
 
 def written_paths(target: Target) -> tuple[Path_, ...]:
@@ -178,6 +179,8 @@ def _add_match_label_keys(term: dict[str, Any], keys: Sequence[str], ctx: Contex
     creation and rejects a key found twice ("exists in both matchLabelKeys and
     labelSelector", validateMatchLabelKeysAndMismatchLabelKeys, from 1.31 on by default); a
     Deployment carrying such a term is accepted and then every pod it creates is refused."""
+    if not keys:
+        return
     selector = term.get("labelSelector") or {}
     taken = set(selector.get("matchLabels") or ()) | {e.get("key") for e in selector.get("matchExpressions") or ()}
     clashing = sorted(k for k in keys if k in taken)
