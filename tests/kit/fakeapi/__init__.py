@@ -19,7 +19,9 @@ once), ``bookmark_interval``, ``watch_timeout``, ``history`` (events kept per re
 ``page_size`` (force paging), ``seed`` (default namespaces and system priority classes),
 ``record_requests``, ``pdb_deletion_timeout``, ``placement_policies`` (serve the PlacementPolicy
 custom resource, as if the chart's CRD were installed), ``policy_reports`` (serve wgpolicyk8s.io's
-PolicyReport and ClusterPolicyReport, as if their CRDs were installed).
+PolicyReport and ClusterPolicyReport, as if their CRDs were installed), ``crds`` (the workload kinds
+whose CRDs are installed: ``VirtualMachine``, ``VirtualMachineInstance``,
+``VirtualMachineInstanceReplicaSet``, ``VirtualMachinePool``, ``Wukong``).
 Set ``server.latency`` (seconds) to answer every request that much later: a network's round trip.
 
 Known differences from a real kube-apiserver:

@@ -6,6 +6,10 @@ Version gating (what kube-apiserver serves by default):
   * pods/eviction accepts policy/v1 Evictions from 1.22 (KEP-85 "Promote Eviction to policy/v1");
     pkg/registry/core/pod/storage/eviction.go AcceptsGroupVersion still accepts policy/v1beta1.
   * events.k8s.io/v1 from 1.19, coordination.k8s.io/v1 and scheduling.k8s.io/v1 from 1.14.
+  * batch/v1 Job always; CronJob in batch/v1beta1 until 1.25 and in batch/v1 from 1.21 (KEP-19
+    "Graduate CronJob to stable"): a 1.20 server serves batch/v1 without cronjobs.
+  * the workload custom resources (KubeVirt's, Wukong) only when their CRDs are installed
+    (``crds``), at the group-version their CRDs serve.
 The shape of each APIResource entry (name, singularName, namespaced, group/version for
 subresources of another group such as ``pods/eviction``, kind, verbs, shortNames, categories,
 storageVersionHash) follows the /api/v1 document a real 1.2x server returns.
@@ -81,6 +85,27 @@ STATEFULSETS = Resource("apps", "statefulsets", "statefulset", "StatefulSet", Tr
                         status=True, generation=True)
 DAEMONSETS = Resource("apps", "daemonsets", "daemonset", "DaemonSet", True, ("ds",), ("all",),
                       status=True, generation=True)
+JOBS = Resource("batch", "jobs", "job", "Job", True, (), ("all",), status=True, generation=True)
+CRONJOBS = Resource("batch", "cronjobs", "cronjob", "CronJob", True, ("cj",), ("all",), status=True,
+                    generation=True)
+# Custom resources of the workload kinds the engine places (webhook/kube/kinds.py), as their CRDs
+# declare them; served with ``crds`` naming their kinds.
+VIRTUAL_MACHINES = Resource("kubevirt.io", "virtualmachines", "virtualmachine", "VirtualMachine", True,
+                            ("vm", "vms"), ("all",), status=True, generation=True)
+VIRTUAL_MACHINE_INSTANCES = Resource("kubevirt.io", "virtualmachineinstances", "virtualmachineinstance",
+                                     "VirtualMachineInstance", True, ("vmi", "vmis"), ("all",), status=True,
+                                     generation=True)
+VMI_REPLICA_SETS = Resource("kubevirt.io", "virtualmachineinstancereplicasets", "virtualmachineinstancereplicaset",
+                            "VirtualMachineInstanceReplicaSet", True, ("vmirs", "vmirss"), ("all",), status=True,
+                            generation=True)
+VM_POOLS = Resource("pool.kubevirt.io", "virtualmachinepools", "virtualmachinepool", "VirtualMachinePool", True,
+                    ("vmpool", "vmpools"), ("all",), status=True, generation=True)
+WUKONGS = Resource("vm.novasphere.dev", "wukongs", "wukong", "Wukong", True, status=True, generation=True)
+WORKLOAD_CRDS = {"VirtualMachine": ("v1", VIRTUAL_MACHINES),
+                 "VirtualMachineInstance": ("v1", VIRTUAL_MACHINE_INSTANCES),
+                 "VirtualMachineInstanceReplicaSet": ("v1", VMI_REPLICA_SETS),
+                 "VirtualMachinePool": ("v1alpha1", VM_POOLS),
+                 "Wukong": ("v1alpha1", WUKONGS)}
 # The chart's CustomResourceDefinition (webhook/policy/crd.py): cluster-scoped, with a status
 # subresource; a custom resource's generation starts at 1 and moves with every change but its
 # metadata and status (apiextensions-apiserver customResourceStrategy.PrepareForUpdate).
@@ -94,7 +119,8 @@ NODE_METRICS = Resource("metrics.k8s.io", "nodes", "", "NodeMetrics", False, ver
 POD_METRICS = Resource("metrics.k8s.io", "pods", "", "PodMetrics", True, verbs=("get", "list"))
 
 ALL_STORED = (PODS, NODES, NAMESPACES, EVENTS, PRIORITY_CLASSES, LEASES, PDBS, DEPLOYMENTS, REPLICASETS,
-              STATEFULSETS, DAEMONSETS, PLACEMENT_POLICIES, POLICY_REPORTS, CLUSTER_POLICY_REPORTS)
+              STATEFULSETS, DAEMONSETS, JOBS, CRONJOBS, PLACEMENT_POLICIES, POLICY_REPORTS, CLUSTER_POLICY_REPORTS,
+              VIRTUAL_MACHINES, VIRTUAL_MACHINE_INSTANCES, VMI_REPLICA_SETS, VM_POOLS, WUKONGS)
 BY_STORAGE = {r.storage_key: r for r in ALL_STORED}
 
 
@@ -117,12 +143,16 @@ class ServedApi:
     metrics: bool = False
     placement_policies: bool = False  # the PlacementPolicy CRD is installed
     policy_reports: bool = False  # the PolicyReport and ClusterPolicyReport CRDs are installed
+    crds: tuple[str, ...] = ()  # the kinds of WORKLOAD_CRDS whose CRDs are installed
     group_versions: list[GroupVersion] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         m = self.minor
         gvs = [GroupVersion("", "v1", (NAMESPACES, NODES, PODS, EVENTS)),
                GroupVersion("apps", "v1", (DEPLOYMENTS, REPLICASETS, STATEFULSETS, DAEMONSETS))]
+        gvs.append(GroupVersion("batch", "v1", (JOBS, CRONJOBS) if m >= 21 else (JOBS,)))
+        if m < 25:
+            gvs.append(GroupVersion("batch", "v1beta1", (CRONJOBS,)))
         if m >= 19:
             gvs.append(GroupVersion("events.k8s.io", "v1", (EVENTS_V1,)))
         if m >= 14:
@@ -138,6 +168,11 @@ class ServedApi:
             gvs.append(GroupVersion("placement.novasphere.dev", "v1alpha1", (PLACEMENT_POLICIES,)))
         if self.policy_reports:
             gvs.append(GroupVersion("wgpolicyk8s.io", "v1alpha2", (POLICY_REPORTS, CLUSTER_POLICY_REPORTS)))
+        custom: dict[tuple[str, str], list[Resource]] = {}
+        for kind in self.crds:
+            version, res = WORKLOAD_CRDS[kind]
+            custom.setdefault((res.group, version), []).append(res)
+        gvs += [GroupVersion(group, version, tuple(found)) for (group, version), found in custom.items()]
         self.group_versions = gvs
 
     def find(self, group: str, version: str) -> GroupVersion | None:

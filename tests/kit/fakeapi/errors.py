@@ -219,6 +219,7 @@ def unsupported_media_type(accepted: list[str]) -> ApiError:
 _GENERIC = {
     400: ("BadRequest", "the server rejected our request for an unknown reason"),
     401: ("Unauthorized", "the server has asked for the client to provide credentials"),
+    403: ("Forbidden", ""),  # the message is the server's (what RBAC refused)
     404: ("NotFound", "the server could not find the requested resource"),
     405: ("MethodNotAllowed", "the server does not allow this method on the requested resource"),
     409: ("Conflict", "the server reported a conflict"),

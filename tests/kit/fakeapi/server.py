@@ -41,7 +41,7 @@ class FakeApiServer(Controls):
                  bookmark_interval: float = 60.0, watch_timeout: float | None = None, history: int = 50_000,
                  page_size: int = 0, seed: bool = True, record_requests: bool = True,
                  pdb_deletion_timeout: float = 120.0, placement_policies: bool = False,
-                 policy_reports: bool = False) -> None:
+                 policy_reports: bool = False, crds: tuple[str, ...] = ()) -> None:
         parts = version.lstrip("v").split(".")
         if len(parts) < 2 or parts[0] != "1" or not parts[1].isdigit() or int(parts[1]) < 16:
             raise ValueError(f"unsupported Kubernetes version {version!r} (want 1.16 or newer)")
@@ -52,7 +52,7 @@ class FakeApiServer(Controls):
         self.token = token
         self.certificates: Certificates | None = make_certificates((host, "localhost")) if tls else None
         self.api = ServedApi(int(parts[1]), metrics=metrics, placement_policies=placement_policies,
-                             policy_reports=policy_reports)
+                             policy_reports=policy_reports, crds=crds)
         self.store = Store(history)
         self.registry = Registry(self.store, self.api, graceful_pod_deletion=graceful_pod_deletion,
                                  namespace_controller=namespace_controller)
