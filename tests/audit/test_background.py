@@ -19,6 +19,7 @@ from webhook.audit.background import BackgroundAudit, SnapshotAudit
 from webhook.audit.model import RULE_ROLLOUT, SCHEDULING_POLICY, Resource, Result, Status
 from webhook.audit.writer import ReportWriter
 from webhook.cluster.config import ClusterConfig
+from webhook.cluster.discovery import Unlisted
 from webhook.cluster.snapshot import Snapshot
 from webhook.kube.kinds import BUILTIN
 from webhook.policy.policyset import PolicySet
@@ -107,6 +108,25 @@ async def test_a_cluster_that_cannot_be_read_is_logged_once_and_leaves_the_repor
     assert api.calls == []
     assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.DEBUG]
     assert [s["result"] for s in sink.seen] == ["unread", "unread"]
+
+
+async def test_a_kind_the_api_server_refused_to_list_is_logged_once_naming_the_permission_and_the_pass_goes_on(
+        caplog: pytest.LogCaptureFixture) -> None:
+    refused = Unlisted("batch", "CronJob", 'cannot list cronjobs.batch (batch/v1; it needs list on cronjobs in the '
+                       'API group "batch"): the API server at https://api.test answered 403 Forbidden', refused=True)
+    unserved = Unlisted("kubevirt.io", "VirtualMachine", "not served by the API server")
+    read = Snapshot(objects=[], server_version=(1, 20), match_label_keys=False, unlisted=(refused, unserved))
+
+    async def partly(_: ClusterConfig) -> Snapshot | str:
+        return read
+
+    audit = make(ReportApi(), Audits(FOUND), Sink(), read=partly)
+    with caplog.at_level(logging.INFO, logger="webhook.audit.background"):
+        outcomes = [await audit.once(), await audit.once()]
+    assert [o.result for o in outcomes] == ["success", "success"]
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if " not " in r.getMessage()]
+    assert said == [(logging.WARNING, f"audit: batch/CronJob not audited: {refused.reason}"),
+                    (logging.INFO, "audit: not served by the API server, so none to audit: kubevirt.io/VirtualMachine")]
 
 
 async def test_an_audit_that_raises_is_logged_and_the_next_pass_still_runs(caplog: pytest.LogCaptureFixture) -> None:

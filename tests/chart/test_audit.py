@@ -43,6 +43,11 @@ AUDIT_RULES = [
     {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": READ},
     {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": READ},
     {"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "statefulsets", "daemonsets"], "verbs": READ},
+    {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": ["list"]},
+    {"apiGroups": ["kubevirt.io"], "verbs": ["list"],
+     "resources": ["virtualmachines", "virtualmachineinstances", "virtualmachineinstancereplicasets"]},
+    {"apiGroups": ["pool.kubevirt.io"], "resources": ["virtualmachinepools"], "verbs": ["list"]},
+    {"apiGroups": ["vm.novasphere.dev"], "resources": ["wukongs"], "verbs": ["list"]},
     {"apiGroups": ["wgpolicyk8s.io"], "resources": ["policyreports", "clusterpolicyreports"],
      "verbs": ["list", "create", "update", "delete"]},
 ]
@@ -110,6 +115,15 @@ def test_the_cluster_role_is_exactly_what_the_audit_reads_and_writes(audit: Rend
     assert _named(audit, "ClusterRole")["rules"] == AUDIT_RULES
 
 
+def test_the_audit_may_list_each_declared_kind_too(render: Callable[..., Rendered]) -> None:
+    widget = {"group": "example.com", "version": "v1", "kind": "Widget", "resource": "widgets",
+              "podSpecPath": "/spec/template/spec", "podLabelsPath": "/spec/template/metadata/labels"}
+    core = {**widget, "group": "", "kind": "Gadget", "resource": "gadgets"}
+    rules = _named(render({**AUDIT, "extraKinds": [widget, core]}), "ClusterRole")["rules"]
+    assert rules == [*AUDIT_RULES[:-1], {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["list"]},
+                     {"apiGroups": [""], "resources": ["gadgets"], "verbs": ["list"]}, AUDIT_RULES[-1]]
+
+
 def test_alone_the_audit_gets_a_lease_role_of_its_own_restricted_to_the_lease(audit: Rendered) -> None:
     role = _named(audit, "Role")
     assert role["metadata"]["namespace"] == NAMESPACE and role["rules"] == LEASE_RULES
@@ -137,7 +151,8 @@ async def test_running_the_chart_s_command_every_api_call_is_granted_and_every_g
     """The container's command line (its certificate and policy folder the test's) against the
     fake API server: a Deployment fails the SSD policy and gets a report; stale reports of ours,
     in a namespace with nothing left and cluster-wide, are deleted; the Deployment is fixed and its
-    report updated. Every request is then checked against the rendered rules."""
+    report updated. Every workload kind's CRD is installed, so that every list is made. Every
+    request is then checked against the rendered rules."""
     cluster_rules, role_rules = _named(audit, "ClusterRole")["rules"], _named(audit, "Role")["rules"]
     pki = make_pki(tmp_path / "pki")
     (tmp_path / "policies").mkdir()
@@ -145,7 +160,9 @@ async def test_running_the_chart_s_command_every_api_call_is_granted_and_every_g
     args = _parsed(audit)
     args.tls_cert, args.tls_key, args.policies = pki.cert, pki.key, [tmp_path / "policies"]
     web = {**deployment("web", namespace="shop"), "apiVersion": "apps/v1", "kind": "Deployment"}
-    async with FakeApiServer("1.20.2", policy_reports=True, bookmark_interval=0.2) as api:
+    crds = ("VirtualMachine", "VirtualMachineInstance", "VirtualMachineInstanceReplicaSet", "VirtualMachinePool",
+            "Wukong")
+    async with FakeApiServer("1.20.2", policy_reports=True, bookmark_interval=0.2, crds=crds) as api:
         for namespace in (NAMESPACE, "shop", "gone"):
             api.apply_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         api.apply_object(web)
@@ -179,4 +196,6 @@ async def test_running_the_chart_s_command_every_api_call_is_granted_and_every_g
     unreachable = {(g, r, "watch") for g, r, v in granted(cluster_rules) if v == "watch"} | {
         (reports.GROUP, reports.CLUSTER_PLURAL, "create"), (reports.GROUP, reports.CLUSTER_PLURAL, "update")}
     assert (granted(cluster_rules) | granted(role_rules)) - unreachable <= used
-    assert {r.path for r, a in attributes if a is None} <= {"/version", "/apis/policy"}  # discovery: everyone's
+    discovery = {r.path for r, a in attributes if a is None}  # everyone's (system:discovery)
+    assert {"/version", "/apis", "/apis/batch/v1", "/apis/batch/v1beta1"} <= discovery
+    assert all(path == "/version" or path.startswith(("/api/", "/apis")) for path in discovery)

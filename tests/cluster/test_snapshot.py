@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import budget_status, node, pdb, pod
+from tests.kit.workloads import workload as kit_workload
 from webhook.cluster.config import ClusterConfig
 from webhook.cluster.snapshot import (
     Refused,
@@ -18,13 +19,25 @@ from webhook.cluster.snapshot import (
     project_pod,
     project_workload,
     read_once,
+    workload_projection,
 )
+from webhook.kube.kinds import BUILTIN, Target
 from webhook.kube.pods import SCHEDULER_FIELD_SELECTOR
 from webhook.scheduler.cluster import Cluster
 from webhook.scheduler.podinfo import PodInfo
 from webhook.scheduler.resources import pod_requests, scorer_requests
 
 JSON = dict[str, Any]
+PAGE = 2
+
+
+def _target(group: str, kind: str) -> Target:
+    found = BUILTIN.lookup(group, kind)
+    assert found is not None
+    return found
+
+
+JOB, CRON_JOB = _target("batch", "Job"), _target("batch", "CronJob")
 
 
 def where(server: FakeApiServer) -> ClusterConfig:
@@ -411,3 +424,120 @@ def test_a_projected_pod_keeps_placement_webhooks_own_annotations_only() -> None
     whole["metadata"]["annotations"]["placement.novasphere.dev/skip"] = "true"
     assert project_pod(whole)["metadata"]["annotations"] == {"placement.novasphere.dev/skip": "true"}
     assert "annotations" not in project_pod(full_pod())["metadata"]
+
+
+# ---- the audit's other workload kinds ----
+
+def other_kind(target: Target, name: str, **spec: Any) -> JSON:
+    """An object of ``target``'s kind with what a stored one carries besides its pod template."""
+    obj = kit_workload(target, name, namespace="shop")
+    obj["metadata"].update({"uid": f"uid-{name}", "resourceVersion": "77",
+                            "annotations": {"team": "a", "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+                            "managedFields": [{"manager": "kubectl", "operation": "Update"}]})
+    obj.setdefault("spec", {}).update(spec)
+    obj["status"] = {"conditions": [{"type": "Complete", "status": "False"}], "startTime": "2024-05-01T10:00:00Z"}
+    return obj
+
+
+async def test_the_audit_s_kinds_are_listed_at_the_group_versions_the_server_serves() -> None:
+    """On a 1.20 server: Jobs from batch/v1, CronJobs from batch/v1beta1 (batch/v1 serves Jobs
+    alone there), a VirtualMachine from its installed CRD; the kinds whose CRDs are missing are
+    unlisted as not served, and the read goes on."""
+    async with FakeApiServer("1.20.2", crds=("VirtualMachine",), page_size=PAGE) as api:
+        api.load([other_kind(JOB, f"job-{i}", parallelism=2) for i in range(3)])
+        api.apply_object({**other_kind(CRON_JOB, "nightly", schedule="0 1 * * *"), "apiVersion": "batch/v1beta1"})
+        api.apply_object(other_kind(_target("kubevirt.io", "VirtualMachine"), "vm", running=True))
+
+        snapshot = await read_once(where(api), timeout=10.0, kinds=BUILTIN)
+
+    assert isinstance(snapshot, Snapshot), snapshot
+    assert names(snapshot, "Job") == ["job-0", "job-1", "job-2"]  # every page (the server pages by 2)
+    stamps = {(o["apiVersion"], o["kind"]) for o in snapshot.objects if o["kind"] in ("Job", "CronJob",
+                                                                                         "VirtualMachine")}
+    assert stamps == {("batch/v1", "Job"), ("batch/v1beta1", "CronJob"), ("kubevirt.io/v1", "VirtualMachine")}
+    assert [(u.shown(), u.refused) for u in snapshot.unlisted] == [
+        ("kubevirt.io/VirtualMachineInstance", False), ("kubevirt.io/VirtualMachineInstanceReplicaSet", False),
+        ("pool.kubevirt.io/VirtualMachinePool", False), ("vm.novasphere.dev/Wukong", False)]
+    assert {u.reason for u in snapshot.unlisted} == {"not served by the API server"}
+    # Listed once: no watch of these kinds.
+    assert not [r for r in api.requests if "batch" in r.path and r.query.get("watch")]
+
+
+async def test_a_kind_whose_list_is_refused_is_unlisted_naming_the_permission_and_the_rest_is_read(
+        server: FakeApiServer) -> None:
+    server.apply_object(other_kind(JOB, "backup"))
+    forbidden = 'cronjobs.batch is forbidden: User "audit" cannot list resource "cronjobs" in API group "batch"'
+    server.fail_next("GET", r"^/apis/batch/v1/cronjobs$", 403, times=100, message=forbidden)
+    began = time.monotonic()
+
+    snapshot = await read_once(where(server), timeout=20.0, kinds=BUILTIN)
+
+    assert isinstance(snapshot, Snapshot), snapshot
+    assert time.monotonic() - began < 5.0  # a 403 does not change by waiting
+    assert names(snapshot, "Job") == ["backup"] and names(snapshot, "Node") == ["n0", "n1", "n2", "n3", "n4"]
+    (refused,) = [u for u in snapshot.unlisted if u.refused]
+    assert refused.shown() == "batch/CronJob"
+    assert refused.reason == ('cannot list cronjobs.batch (batch/v1; it needs list on cronjobs in the API group '
+                              f'"batch"): the API server at {server.url} answered 403 Forbidden: {forbidden}')
+
+
+async def test_a_kind_listed_while_the_server_fails_is_retried_and_named_at_the_timeout(server: FakeApiServer) -> None:
+    server.fail_next("GET", r"^/apis/batch/v1/jobs$", 500, times=1000, message="etcd is sick")
+
+    answer = await read_once(where(server), timeout=1.5, kinds=BUILTIN)
+
+    assert isinstance(answer, str)
+    assert "jobs.batch: ApiError: 500 InternalError: etcd is sick" in answer
+    assert "cronjobs" not in answer and "nodes:" not in answer  # listed fine: not named
+
+
+async def test_without_kinds_a_read_lists_what_explain_needs_and_nothing_more(server: FakeApiServer) -> None:
+    server.apply_object(other_kind(JOB, "backup"))
+
+    snapshot = await read_once(where(server), timeout=10.0)
+
+    assert isinstance(snapshot, Snapshot) and snapshot.unlisted == ()
+    assert not snapshot.of_kind("Job")
+    assert not [r.path for r in server.requests if r.path == "/apis" or "batch" in r.path or "kubevirt" in r.path]
+
+
+def test_a_projected_job_keeps_its_template_what_its_pods_wanted_read_and_its_start() -> None:
+    job = other_kind(JOB, "backup", parallelism=3, completions=6, suspend=False, backoffLimit=4,
+                     ttlSecondsAfterFinished=60)
+
+    kept = workload_projection(JOB)(job)
+
+    assert kept["metadata"] == {"name": "backup", "namespace": "shop", "labels": {}, "uid": "uid-backup",
+                                "annotations": {"team": "a"}, "resourceVersion": "77"}
+    assert kept["spec"] == {"parallelism": 3, "completions": 6, "suspend": False,
+                            "template": job["spec"]["template"]}
+    assert kept["status"] == {"startTime": "2024-05-01T10:00:00Z"}  # admission reads whether it started
+
+
+def test_a_projected_cron_job_keeps_its_job_template() -> None:
+    cron = other_kind(CRON_JOB, "nightly", schedule="0 1 * * *", successfulJobsHistoryLimit=3)
+
+    kept = workload_projection(CRON_JOB)(cron)
+
+    assert kept["spec"] == {"jobTemplate": cron["spec"]["jobTemplate"]}
+
+
+def test_a_kind_whose_pod_spec_or_scheduling_api_is_its_spec_keeps_its_spec_whole() -> None:
+    for kind, group in (("VirtualMachineInstance", "kubevirt.io"), ("Wukong", "vm.novasphere.dev")):
+        target = _target(group, kind)
+        obj = other_kind(target, "vm", domain={"resources": {"requests": {"memory": "1Gi"}}},
+                         scheduling={"nodeAffinity": {"required": []}})
+        assert workload_projection(target)(obj)["spec"] == obj["spec"], kind
+
+
+def test_a_declared_kind_keeps_the_fields_its_paths_lead_through() -> None:
+    widget = Target("example.com", "v1", "Widget", ("template", "spec"), ("template", "metadata", "labels"),
+                    ("spec", "selector"), rollout=("spec", "rollout"))
+    obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "shop"},
+           "template": {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [{"name": "app"}]}},
+           "spec": {"selector": {"matchLabels": {"app": "w"}}, "rollout": {"maxSurge": 1}, "colour": "blue"}}
+
+    kept = workload_projection(widget)(obj)
+
+    assert kept["template"] == obj["template"]
+    assert kept["spec"] == {"selector": {"matchLabels": {"app": "w"}}, "rollout": {"maxSurge": 1}}

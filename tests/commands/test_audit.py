@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -106,3 +107,73 @@ def test_a_live_cluster_is_read_once_and_audited_as_its_dump_is(tmp_path: Path,
     # The same verdicts: ReplicaSets and their pods left to their Deployments, the opt-out read.
     # (The API server's scheduler messages are worded as 1.31 words them; these are the same.)
     assert live == files
+
+
+BATCH_POLICY = """\
+apiVersion: placement.novasphere.dev/v1alpha1
+kind: PlacementPolicy
+metadata:
+  name: batch-pool
+spec:
+  match:
+    kinds: [Job, CronJob, kubevirt.io/VirtualMachine]
+  placement:
+    nodeSelector:
+      pool: batch
+"""
+
+
+def _batch_cluster(api: Any) -> None:
+    """A Job, a CronJob (batch/v1beta1, as a 1.20 server serves it) and a VirtualMachine, none
+    with the pool the policy wants."""
+    template = {"metadata": {"labels": {"app": "report"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "app", "image": "report:1"}]}}
+    api.apply_object({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "backup", "namespace": "ops"},
+                      "spec": {"template": template}})
+    api.apply_object({"apiVersion": "batch/v1beta1", "kind": "CronJob",
+                      "metadata": {"name": "nightly", "namespace": "ops"},
+                      "spec": {"schedule": "0 1 * * *", "jobTemplate": {"spec": {"template": template}}}})
+    api.apply_object({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+                      "metadata": {"name": "db", "namespace": "ops"},
+                      "spec": {"template": {"metadata": {"labels": {"app": "db"}}, "spec": {"domain": {}}}}})
+
+
+def test_a_live_audit_lists_jobs_cron_jobs_and_served_custom_kinds(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.kit.fakeapi import FakeApiServer
+
+    (tmp_path / "batch.yaml").write_text(BATCH_POLICY)
+    with FakeApiServer.in_thread("1.20.2", crds=("VirtualMachine",)) as api:
+        _batch_cluster(api)
+        kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+        code, out, err = audit(capsys, "--kubeconfig", str(kubeconfig), "--policies", str(tmp_path / "batch.yaml"),
+                               "--no-scheduling", "-o", "json")
+    assert code == 1, err
+    failing = {(r["resource"]["apiVersion"], r["resource"]["kind"], r["resource"]["name"], r["rule"])
+               for r in json.loads(out)["results"] if r["result"] == "fail"}
+    assert failing == {("batch/v1", "Job", "backup", "nodeSelector"),
+                       ("batch/v1beta1", "CronJob", "nightly", "nodeSelector"),
+                       ("kubevirt.io/v1", "VirtualMachine", "db", "nodeSelector")}
+    assert ("note: not served by the API server, so none to audit: kubevirt.io/VirtualMachineInstance, "
+            "kubevirt.io/VirtualMachineInstanceReplicaSet, pool.kubevirt.io/VirtualMachinePool, "
+            "vm.novasphere.dev/Wukong") in err.splitlines()
+
+
+def test_a_kind_the_api_server_refuses_to_list_is_an_error_line_and_the_rest_is_audited(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.kit.fakeapi import FakeApiServer
+
+    (tmp_path / "batch.yaml").write_text(BATCH_POLICY)
+    forbidden = 'cronjobs.batch is forbidden: User "me" cannot list resource "cronjobs" in API group "batch"'
+    with FakeApiServer.in_thread("1.20.2", crds=("VirtualMachine",)) as api:
+        _batch_cluster(api)
+        api.fail_next("GET", r"/cronjobs$", 403, times=100, message=forbidden)
+        kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+        code, out, err = audit(capsys, "--kubeconfig", str(kubeconfig), "--policies", str(tmp_path / "batch.yaml"),
+                               "--no-scheduling")
+        url = api.url
+    assert code == 1
+    assert "Job/backup" in out and "VirtualMachine/db" in out and "CronJob/nightly" not in out
+    said = (f"error: batch/CronJob not audited: cannot list cronjobs.batch (batch/v1beta1; it needs list on cronjobs "
+            f'in the API group "batch"): the API server at {url} answered 403 Forbidden: {forbidden}')
+    assert said in err.splitlines()

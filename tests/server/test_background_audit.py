@@ -90,6 +90,25 @@ async def test_the_lease_holder_audits_and_a_missing_crd_is_counted_while_admiss
     assert resp.status == 200 and (await resp.json())["response"]["patch"]
 
 
+async def test_the_server_s_pass_audits_jobs_and_cron_jobs_at_the_versions_served(
+        aiohttp_client: Served, pki: Pki, policy_dir: Path, api: FakeApiServer) -> None:
+    (policy_dir / "batch.yaml").write_text(SSD_POLICY.replace("name: ssd", "name: batch-ssd").replace(
+        "[Deployment]", "[Job, CronJob]"))
+    template = {"metadata": {"labels": {"app": "report"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "app", "image": "report:1"}]}}
+    api.apply_object({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "backup", "namespace": "ops"},
+                      "spec": {"template": template}})
+    api.apply_object({"apiVersion": "batch/v1beta1", "kind": "CronJob",
+                      "metadata": {"name": "nightly", "namespace": "ops"},
+                      "spec": {"schedule": "0 1 * * *", "jobTemplate": {"spec": {"template": template}}}})
+    state = _state(pki, policy_dir, api)
+    await aiohttp_client(app.make_app(state))
+    await until(lambda: (_sample(state, "audit_runs_total", {"result": "success"}) or 0) >= 1, timeout=20,
+                what="a background audit pass")
+    assert _sample(state, "audit_out_of_policy", {"policy": "batch-ssd", "namespace": "ops"}) == 2
+    assert "/apis/batch/v1beta1/cronjobs" in {r.path for r in api.requests}  # where a 1.20 server serves them
+
+
 async def test_a_policy_change_starts_a_pass_at_once(aiohttp_client: Served, pki: Pki, policy_dir: Path,
                                                      api: FakeApiServer) -> None:
     state = _state(pki, policy_dir, api)

@@ -26,8 +26,9 @@ from webhook.audit.scan import Auditor, AuditState, Options
 from webhook.audit.reports import Reports
 from webhook.audit.writer import ReportWriter, Written
 from webhook.cluster.config import ClusterConfig
+from webhook.cluster.discovery import Unlisted
 from webhook.cluster.snapshot import Snapshot, read_once
-from webhook.kube.kinds import Targets
+from webhook.kube.kinds import Target, Targets
 from webhook.policy.policyset import PolicySet
 from webhook.runtime import sync
 from webhook.scheduler.plan import Options as SchedulerOptions
@@ -81,10 +82,11 @@ def rollout_risks(results: Iterable[Result]) -> dict[str, int]:
     return counted
 
 
-async def read_cluster(where: ClusterConfig) -> Snapshot | str:
+async def read_cluster(where: ClusterConfig, *, kinds: Iterable[Target] = ()) -> Snapshot | str:
     """The cluster as a pass reads it (``read_once``: the projections keep the workloads'
-    annotations and resourceVersion, which admission and the Auditor's cache read)."""
-    return await read_once(where, timeout=READ_TIMEOUT)
+    annotations and resourceVersion, which admission and the Auditor's cache read), with every
+    workload kind of ``kinds`` (the server's: built-in and declared) listed where served."""
+    return await read_once(where, timeout=READ_TIMEOUT, kinds=kinds)
 
 
 class SnapshotAudit:
@@ -138,6 +140,7 @@ class BackgroundAudit:
         self._clock = clock
         self.wake = asyncio.Event()  # the policy set changed: audit again now
         self._unread = ""  # the last read failure logged at WARNING
+        self._unlisted: tuple[Unlisted, ...] = ()  # the kinds last said not listed
 
     async def once(self) -> Pass:
         """One pass: read, audit (in a thread), write; its figures go to the sink."""
@@ -159,6 +162,7 @@ class BackgroundAudit:
             log.log(level, f"audit: the cluster was not read: {snapshot}")
             return Pass("unread", self._clock() - started)
         self._unread = ""
+        self._say_unlisted(snapshot.unlisted)
         # The thread takes the snapshot over: its last reference dies there, not on the loop.
         handed = [snapshot]
         del snapshot
@@ -172,6 +176,19 @@ class BackgroundAudit:
         log.info("audit written as policy reports", extra={"fields": {
             "results": len(results), "seconds": round(seconds, 3), **written.fields()}})
         return Pass("success", seconds, results, written)
+
+    def _say_unlisted(self, unlisted: tuple[Unlisted, ...]) -> None:
+        """The kinds a pass did not list, logged when they change: refused ones (their objects are
+        in no report) at WARNING, each with the permission wanted; those not served at INFO."""
+        if unlisted == self._unlisted:
+            return
+        self._unlisted = unlisted
+        for u in unlisted:
+            if u.refused:
+                log.warning(f"audit: {u.shown()} not audited: {u.reason}")
+        unserved = [u.shown() for u in unlisted if not u.refused]
+        if unserved:
+            log.info(f"audit: not served by the API server, so none to audit: {', '.join(unserved)}")
 
     def _audit(self, handed: list[Snapshot], policies: PolicySet, now: datetime) -> tuple[list[Result], Reports]:
         """In the worker thread: audit the snapshot handed over, build the reports, and free the

@@ -16,6 +16,15 @@ What is read is what the kube-scheduler's own informers see:
 * PodDisruptionBudgets come from ``policy/v1`` when the server serves it, else from
   ``policy/v1beta1`` (v1.19 and v1.20 servers), chosen by discovery (``GET /apis/policy``).
 
+``kinds`` (the audit's: every workload kind the engine places, the declared ones included)
+adds a LIST of each kind of them not read already (Jobs, CronJobs, KubeVirt's and Wukong's, a
+kinds configuration's), at the group-version discovery finds it served
+(``discovery.served_kinds``: CronJob in batch/v1beta1 on a 1.20 server, batch/v1 from 1.21),
+projected by ``workload_projection``. These are listed once, in pages, without a watch. A kind
+the server does not serve (a CRD not installed), or whose list it refuses (403: RBAC), is
+``Snapshot.unlisted`` with the reason, and the read goes on without it. ``explain`` passes no
+``kinds``: it reads only what the scheduler model needs.
+
 Each object keeps only what the model reads (150,000 pods must fit in well under 1 GiB): the
 projections keep subtrees of the object they were given (which the informer decodes for them
 and then drops) rather than copies, and the pods of one read share equal subtrees (the replicas
@@ -40,15 +49,18 @@ from typing import Any
 import msgspec
 
 from webhook import PREFIX
+from webhook.kube.kinds import Target
 
 from . import discovery
 from .cache import NAMESPACES, NODES, PRIORITY_CLASSES, ClusterCache
-from .client import Client, describe, final, transport_cause
+from .client import ApiError, Client, describe, final, transport_cause
+from .discovery import ServedKind, Unlisted
 from .config import ClusterConfig
 from .informer import REFLECTOR_BACKOFF, Backoff, Informer, Object, Projected, Projection, server_wide_failure
 from .pods import POD_PATH, PODS
 
-__all__ = ["Refused", "SharedValues", "Snapshot", "project_pdb", "project_pod", "project_workload", "read_once"]
+__all__ = ["READ_ALWAYS", "Refused", "SharedValues", "Snapshot", "Unlisted", "project_pdb", "project_pod",
+           "project_workload", "read_once", "workload_projection"]
 
 PDBS = "poddisruptionbudgets"
 DEPLOYMENTS, REPLICASETS, STATEFULSETS, DAEMONSETS = "deployments", "replicasets", "statefulsets", "daemonsets"
@@ -74,12 +86,15 @@ class Refused(str):
 class Snapshot:
     """The cluster as read once: projected objects stamped with apiVersion and kind (Node, Pod,
     Namespace, PriorityClass, PodDisruptionBudget, Deployment, ReplicaSet, StatefulSet,
-    DaemonSet), the API server's version and whether pod affinity may use matchLabelKeys (as
-    ``ClusterCache.supports_match_label_keys``). The objects share subtrees: do not change them."""
+    DaemonSet, and the ``kinds`` asked for), the API server's version and whether pod affinity
+    may use matchLabelKeys (as ``ClusterCache.supports_match_label_keys``); ``unlisted``: the
+    kinds asked for and not listed, with the reason. The objects share subtrees: do not change
+    them."""
 
     objects: list[dict[str, Any]]
     server_version: tuple[int, int] | None
     match_label_keys: bool | None
+    unlisted: tuple[Unlisted, ...] = ()
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [obj for obj in self.objects if obj.get("kind") == kind]
@@ -205,20 +220,27 @@ _WORKLOAD_STATUS = (
     "replicas", "readyReplicas", "updatedReplicas", "availableReplicas",  # Deployment, ReplicaSet, StatefulSet
     "desiredNumberScheduled", "currentNumberScheduled", "numberReady", "updatedNumberScheduled",  # DaemonSet
     "numberAvailable",
+    "startTime",  # Job: admission lets a suspended Job that never started change its scheduling directives
 )
+_WORKLOAD_SPEC = ("replicas", "selector", "strategy", "updateStrategy", "template")
+# A Job's pods wanted (parallelism, completions: explain.workloads) and whether it is suspended
+# (admission and the pods wanted read it).
+_JOB_SPEC = ("parallelism", "completions", "suspend")
 
 
 # The annotation ``kubectl apply`` keeps the whole last applied object in: no policy reads it.
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def project_workload(obj: Object) -> Projected:
+def project_workload(obj: Object, *, spec_keys: tuple[str, ...] = _WORKLOAD_SPEC,
+                     whole: tuple[str, ...] = ()) -> Projected:
     """A Deployment, ReplicaSet, StatefulSet or DaemonSet: identity, owner (a ReplicaSet's
     Deployment), replicas, selector, the update strategy (``strategy`` or ``updateStrategy``) and
     the pod template kept whole, since explain compares templates to find the running revision;
     and for the audit, which holds it against the policies as admission would, its annotations
     (policies match on them, and the opt-out is one; but for ``LAST_APPLIED``) and its
-    resourceVersion (a verdict is kept while it is the same)."""
+    resourceVersion (a verdict is kept while it is the same). ``spec_keys`` and ``whole`` are
+    another kind's (``workload_projection``)."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     metadata = _identity(meta, _unshared)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED}
@@ -226,12 +248,36 @@ def project_workload(obj: Object) -> Projected:
         metadata["annotations"] = annotations
     if meta.get("resourceVersion"):
         metadata["resourceVersion"] = meta["resourceVersion"]
-    return {"metadata": metadata,
-            "spec": _kept(spec, ("replicas", "selector", "strategy", "updateStrategy", "template")),
-            "status": _kept(status, _WORKLOAD_STATUS)}
+    out = {"metadata": metadata, "spec": _kept(spec, spec_keys), "status": _kept(status, _WORKLOAD_STATUS)}
+    out.update(_kept(obj, whole))
+    return out
+
+
+def workload_projection(target: Target) -> Projection:
+    """How a read keeps an object of ``target``'s kind: as ``project_workload``, with the spec
+    fields the kind's paths lead through besides (its pod spec and pod labels, selector, rollout:
+    a CronJob's ``jobTemplate``, a VirtualMachine's ``template``, a pool's
+    ``virtualMachineTemplate``) and a Job's ``parallelism``, ``completions`` and ``suspend``. A kind
+    whose pod spec is its whole spec (a VirtualMachineInstance), or that has a native scheduling
+    API (Wukong), keeps its spec whole; so does a declared kind whose paths leave ``spec``, for
+    the top-level field they start at."""
+    spec_keys, whole = set(_WORKLOAD_SPEC + _JOB_SPEC), set()
+    for path in (target.pod_spec or ("spec",), target.pod_labels, target.selector, target.rollout):
+        if not path or path[0] == "metadata":  # the metadata kept is the identity's
+            continue
+        if path[0] == "spec" and len(path) > 1:
+            spec_keys.add(str(path[1]))
+        else:
+            whole.add(str(path[0]))
+    return functools.partial(project_workload, spec_keys=tuple(sorted(spec_keys)), whole=tuple(sorted(whole)))
 
 
 # ---- reading ----
+
+# The workload kinds every read with ``scheduling`` lists (the scheduler model reads them); a
+# read's ``kinds`` adds the others.
+READ_ALWAYS = frozenset({("", "Pod"), ("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"),
+                         ("apps", "DaemonSet")})
 
 @dataclass(frozen=True)
 class _Resource:
@@ -294,12 +340,14 @@ class _Reading:
 
     deadline: float  # on the event loop's clock
     scheduling: bool = True  # also what the scheduler model reads (pods, PDBs, workloads)
+    kinds: tuple[Target, ...] = ()  # more workload kinds to list (``read_once``)
     step: str = "/version"  # the discovery request under way
     errors: dict[str, str] = field(default_factory=dict)  # discovery requests' last errors
+    lists: dict[str, str] = field(default_factory=dict)  # the kinds' lists under way: their last errors
     cache: ClusterCache | None = None
 
     async def run(self, client: Client) -> Snapshot:
-        version, pdb_api = await self._discover(client)
+        version, pdb_api, kinds = await self._discover(client)
         cache = self.cache = ClusterCache(client)
         cache.server_version = version  # known: the cache does not ask for it again
         stamps = dict(_CACHE_STAMPS)
@@ -307,15 +355,31 @@ class _Reading:
             cache.add(name, resource.path, resource.project)
             stamps[name] = (resource.api_version, resource.kind)
         await cache.start()
-        while not await cache.wait_synced(min(POLL, self.remaining())):
-            for informer in cache.informers.values():
-                if informer.last_exception is not None and _refused(informer.last_exception):
-                    raise _Refused(informer.last_exception)
-        return Snapshot(_stamped(cache.informers, stamps), version, cache.supports_match_label_keys())
+        lists = [asyncio.ensure_future(self._list(client, target, served)) for target, served in kinds
+                 if isinstance(served, ServedKind)]
+        try:
+            while not await cache.wait_synced(min(POLL, self.remaining())):
+                for informer in cache.informers.values():
+                    if informer.last_exception is not None and _refused(informer.last_exception):
+                        raise _Refused(informer.last_exception)
+            listed = await asyncio.gather(*lists)
+        finally:
+            for task in lists:
+                task.cancel()
+            await asyncio.gather(*lists, return_exceptions=True)
+        objects = _stamped(cache.informers, stamps)
+        unlisted = [served for _, served in kinds if isinstance(served, Unlisted)]
+        for found in listed:
+            if isinstance(found, Unlisted):
+                unlisted.append(found)
+            else:
+                objects += found
+        return Snapshot(objects, version, cache.supports_match_label_keys(), tuple(unlisted))
 
-    async def _discover(self, client: Client) -> tuple[tuple[int, int], str | None]:
-        """The server version and the PodDisruptionBudget group-version, retried with the
-        reflector's backoff (as the informers retry) until they answer."""
+    async def _discover(self, client: Client) -> tuple[tuple[int, int], str | None, list[tuple[Target, Listed]]]:
+        """The server version, the PodDisruptionBudget group-version and where each of ``kinds``
+        is listed, retried with the reflector's backoff (as the informers retry) until they
+        answer."""
         backoff = Backoff(REFLECTOR_BACKOFF)
         version: tuple[int, int] | None = None
         while True:
@@ -326,12 +390,41 @@ class _Reading:
                     version = await client.version()
                 self.step = "/apis/policy"
                 pdb_api = await discovery.pdb_group_version(client) if self.scheduling else None
+                self.step = "/apis"
+                served = await discovery.served_kinds(client, [(t.group, t.kind, t.version) for t in self.kinds])
                 self.errors.clear()
-                return version, pdb_api
+                return version, pdb_api, list(zip(self.kinds, served, strict=True))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # any failure: retried until the deadline, reported then
                 self.errors = {self.step: _describe(exc)}
+                if _refused(exc):
+                    raise _Refused(exc) from exc
+            await asyncio.sleep(min(backoff.next(), self.remaining()))
+
+    async def _list(self, client: Client, target: Target, served: ServedKind) -> list[dict[str, Any]] | Unlisted:
+        """Every object of one kind, listed once in pages and projected (``workload_projection``),
+        retried with the reflector's backoff until the deadline; ``Unlisted`` when the API server
+        refuses the list (403: the reason names the permission wanted) or no longer serves it (404:
+        its CRD was removed meanwhile)."""
+        project, name = workload_projection(target), served.shown()
+        backoff = Backoff(REFLECTOR_BACKOFF)
+        self.lists[name] = ""
+        while True:
+            try:
+                items: list[dict[str, Any]] = []
+                async for page in client.list_pages(served.path):
+                    items += [_stamp(project(item), served) for item in page.get("items") or ()
+                              if isinstance(item, Mapping)]
+                del self.lists[name]
+                return items
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - retried until the deadline, reported then
+                if isinstance(exc, ApiError) and exc.status in (403, 404):
+                    del self.lists[name]
+                    return _unlisted(served, exc, client.config.host)
+                self.lists[name] = _describe(exc)
                 if _refused(exc):
                     raise _Refused(exc) from exc
             await asyncio.sleep(min(backoff.next(), self.remaining()))
@@ -356,7 +449,27 @@ class _Reading:
                     continue
                 if not informer.synced:
                     parts.append(f"{name}: {_one_line(informer.last_error) or 'not listed yet'}")
+        if not refused_only:
+            parts += [f"{name}: {error or 'not listed yet'}" for name, error in self.lists.items()]
         return "; ".join(parts) or "no answer"
+
+
+Listed = ServedKind | Unlisted
+
+
+def _stamp(obj: dict[str, Any], served: ServedKind) -> dict[str, Any]:
+    obj["apiVersion"], obj["kind"] = served.api_version, served.kind
+    return obj
+
+
+def _unlisted(served: ServedKind, exc: ApiError, host: str) -> Unlisted:
+    """Why a kind's list was not read: its CRD gone (404), or RBAC (403), naming the grant wanted."""
+    if exc.status == 404:
+        return Unlisted(served.group, served.kind, discovery.NOT_SERVED)
+    grant = f'list on {served.resource} in the API group "{served.group}"'
+    return Unlisted(served.group, served.kind,
+                    f"cannot list {served.shown()} ({served.api_version}; it needs {grant}): {describe(exc, host)}",
+                    refused=True)
 
 
 def _stamped(informers: Mapping[str, Informer], stamps: Mapping[str, tuple[str, str]]) -> list[dict[str, Any]]:
@@ -371,14 +484,18 @@ def _stamped(informers: Mapping[str, Informer], stamps: Mapping[str, tuple[str, 
     return objects
 
 
-async def read_once(where: ClusterConfig, *, timeout: float = 30.0, scheduling: bool = True) -> Snapshot | str:
+async def read_once(where: ClusterConfig, *, timeout: float = 30.0, scheduling: bool = True,
+                    kinds: Iterable[Target] = ()) -> Snapshot | str:
     """Read the cluster once through the watch-backed cache. A ``str`` is a one-line error
     message naming the host and each failing request's last error (a ``Refused`` when it
-    stopped at once, see ``client.final``); nothing waits past ``timeout`` seconds. ``scheduling=False`` reads only what admission's cluster view holds
-    (Nodes, Namespaces, PriorityClasses), as ``mutate --kubeconfig`` needs."""
+    stopped at once, see ``client.final``); nothing waits past ``timeout`` seconds.
+    ``scheduling=False`` reads only what admission's cluster view holds (Nodes, Namespaces,
+    PriorityClasses), as ``mutate --kubeconfig`` needs. ``kinds``: the workload kinds to list
+    besides (those not in ``READ_ALWAYS``; see the module's docstring)."""
     # Quiet: the answer says what failed, a log line would say it twice.
     client = Client(where, request_timeout=timeout + REQUEST_GRACE, log_failures=False)
-    reading = _Reading(asyncio.get_running_loop().time() + timeout, scheduling)
+    more = {(t.group, t.kind): t for t in kinds if (t.group, t.kind) not in READ_ALWAYS}
+    reading = _Reading(asyncio.get_running_loop().time() + timeout, scheduling, tuple(more.values()))
     try:
         async with asyncio.timeout_at(reading.deadline):
             return await reading.run(client)

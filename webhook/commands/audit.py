@@ -1,8 +1,11 @@
 """``placement-webhook audit``: the running cluster held against the policies and the scheduler.
 
 The cluster is read as ``explain`` reads it (``--cluster-state`` files, or ``--kubeconfig``
-read once), the policies as ``mutate`` and ``explain`` take them (``--policies``,
-``--policies-from``). Every workload is audited (``webhook.audit.scan``): whether each policy
+read once, listing besides every workload kind the engine places: Jobs, CronJobs, KubeVirt's,
+Wukong's and the ``--kinds-config``'s, each at the group-version the server serves it; a kind
+not served is said in a note, one whose list is refused in an error line naming the permission
+wanted, and the others are audited), the policies as ``mutate`` and ``explain`` take them
+(``--policies``, ``--policies-from``). Every workload is audited (``webhook.audit.scan``): whether each policy
 that selects it would change it (``fail``: which policy, which field group, the patch), would
 not (``pass``), or is opted out of (``skip``); and, from the scheduler model, whether all its
 replicas are placed and whether its next rollout would finish (``warn`` when not, with what
@@ -11,8 +14,8 @@ blocks it). The text output is a table grouped by namespace, problems first; ``-
 
 Exit codes: 0 every result is a pass or a skip; 1 some policy would change a workload, a
 replica or a rollout is at risk, or something could not be read (``fail``, ``warn`` or
-``error``); 2 usage errors (no cluster given, both given, a broken policy set or cluster
-state, an unreachable cluster).
+``error``, or a kind whose list the API server refused); 2 usage errors (no cluster given, both
+given, a broken policy set or cluster state, an unreachable cluster).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from webhook.exitcodes import Exit
 
 if TYPE_CHECKING:
     from webhook.audit.model import Result
+    from webhook.cluster.discovery import Unlisted
 
 HELP = "audit the running cluster: which workloads the policies would change, which replicas or rollouts are stuck"
 OUTPUTS = ("text", "yaml", "json")
@@ -62,14 +66,29 @@ def run(args: argparse.Namespace) -> int:
     kinds = common.targets(args, "audit")
     if kinds is None:
         return Exit.USAGE
-    read = explain.read_cluster(args)
+    read = explain.read_cluster(args, kinds=kinds)
     if isinstance(read, int):
         return read
     state = AuditState.from_objects(read.objects, targets=kinds, match_label_keys=read.match_label_keys)
     options = Options(scheduling=not args.no_scheduling, scheduler=read.version.options())
     results = Auditor(policies, kinds, options).full(state)
+    refused = _say_unlisted(read.unlisted)
     _print(results, args.output)
-    return Exit.FINDINGS if any(r.status.value in PROBLEMS for r in results) else Exit.OK
+    return Exit.FINDINGS if refused or any(r.status.value in PROBLEMS for r in results) else Exit.OK
+
+
+def _say_unlisted(unlisted: Iterable[Unlisted]) -> bool:
+    """The kinds a live read did not list, on stderr: those the API server does not serve in one
+    note (no object of them can exist), each refused one in an error line (its objects are not
+    audited). Whether any was refused."""
+    unlisted = list(unlisted)
+    unserved = [u.shown() for u in unlisted if not u.refused]
+    if unserved:
+        print(f"note: not served by the API server, so none to audit: {', '.join(unserved)}", file=sys.stderr)
+    refused = [u for u in unlisted if u.refused]
+    for u in refused:
+        print(f"error: {u.shown()} not audited: {u.reason}", file=sys.stderr)
+    return bool(refused)
 
 
 def to_dict(result: Result) -> dict[str, Any]:

@@ -30,7 +30,9 @@ from webhook.kube import objects
 
 if TYPE_CHECKING:
     from webhook.explain.report import Explanation
+    from webhook.cluster.discovery import Unlisted
     from webhook.explain.state import ClusterState
+    from webhook.kube.kinds import Targets
     from webhook.scheduler.plan import Options
     from webhook.scheduler.release import Release
     from webhook.policy.policyset import PolicySet
@@ -156,18 +158,22 @@ class _Version:
 @dataclass(frozen=True)
 class ClusterRead:
     """The cluster's objects as read (files, or the live cluster once), whether pod affinity
-    there honours matchLabelKeys (None: not known), and the release its messages are worded for."""
+    there honours matchLabelKeys (None: not known), the release its messages are worded for,
+    and the kinds asked for that a live read did not list (and why)."""
 
     objects: list[Any]
     match_label_keys: bool | None
     version: _Version
+    unlisted: tuple[Unlisted, ...] = ()
 
 
-def read_cluster(args: argparse.Namespace) -> ClusterRead | int:
+def read_cluster(args: argparse.Namespace, *, kinds: Targets | None = None) -> ClusterRead | int:
     """The cluster from ``--cluster-state`` files or ``--kubeconfig``, and the cluster's
     version: ``--kubernetes-version``, else the API server's (GET /version, MAJOR.MINOR); an
     exit code after a usage error (neither or both given, a broken file, an unreachable
-    cluster). ``explain`` and ``audit`` read their cluster so."""
+    cluster). ``explain`` and ``audit`` read their cluster so; ``kinds`` (the audit's) has a live
+    read list every workload kind of them too, where explain reads only what the scheduler
+    model needs."""
     from webhook.cluster.cache import MATCH_LABEL_KEYS_SINCE
     from webhook.scheduler.release import Release
 
@@ -175,13 +181,13 @@ def read_cluster(args: argparse.Namespace) -> ClusterRead | int:
     if bool(args.cluster_state) == bool(args.kubeconfig):
         return inputs.usage("give the cluster as --cluster-state FILE... or --kubeconfig FILE (one of them)")
     if args.kubeconfig:
-        read = inputs.read_live(args.kubeconfig, args.context, scheduling=True)
+        read = inputs.read_live(args.kubeconfig, args.context, scheduling=True, kinds=kinds or ())
         if isinstance(read, int):
             return read
         learnt = read.server_version
         version = given if given.known or learnt is None else _Version(Release(*learnt), "the API server's version")
         known = read.match_label_keys if not given.known else _honours_match_label_keys(given, MATCH_LABEL_KEYS_SINCE)
-        return ClusterRead(read.objects, known, version)
+        return ClusterRead(read.objects, known, version, read.unlisted)
     files = inputs.read_state_files(args.cluster_state)
     if isinstance(files, int):
         return files

@@ -30,6 +30,7 @@ from webhook.kube import objects
 if TYPE_CHECKING:
     from webhook.cluster.view import ClusterView
     from webhook.files.documents import Document
+    from webhook.kube.kinds import Target
     from webhook.policy.loader import Loaded
     from webhook.policy.policyset import PolicySet
     from webhook.policy.sources import Assembled
@@ -160,12 +161,13 @@ def cluster_policies(args: argparse.Namespace) -> list[dict[str, Any]] | int:
 LIVE_VIEW_TIMEOUT = 30.0  # seconds to list the cluster's nodes, namespaces and priority classes
 
 
-def read_live(kubeconfig: str, context: str | None, *, scheduling: bool) -> Any:
+def read_live(kubeconfig: str, context: str | None, *, scheduling: bool, kinds: Iterable[Target] = ()) -> Any:
     """The cluster read once (``cluster.snapshot.read_once``; ``scheduling``: pods, PDBs and
-    workloads too), or an exit code after a one-line error: 2 for a broken kubeconfig and for an
-    API server that cannot be reached or refuses the request (refused connection, unknown host,
-    failed TLS verification, no credentials, 401, 403: reported at once, as kubectl does), 1 for
-    a cluster that answered but could not be read within ``LIVE_VIEW_TIMEOUT``."""
+    workloads too; ``kinds``: the other workload kinds to list, as ``audit`` asks), or an exit
+    code after a one-line error: 2 for a broken kubeconfig and for an API server that cannot be
+    reached or refuses the request (refused connection, unknown host, failed TLS verification, no
+    credentials, 401, 403: reported at once, as kubectl does), 1 for a cluster that answered but
+    could not be read within ``LIVE_VIEW_TIMEOUT``."""
     import asyncio
 
     from webhook.cluster import config, snapshot
@@ -174,7 +176,7 @@ def read_live(kubeconfig: str, context: str | None, *, scheduling: bool) -> Any:
         where = config.load(kubeconfig, context)
     except config.ConfigError as exc:
         return usage(str(exc))
-    read = asyncio.run(snapshot.read_once(where, timeout=LIVE_VIEW_TIMEOUT, scheduling=scheduling))
+    read = asyncio.run(snapshot.read_once(where, timeout=LIVE_VIEW_TIMEOUT, scheduling=scheduling, kinds=kinds))
     if isinstance(read, snapshot.Refused):
         return usage(read)
     if isinstance(read, str):

@@ -10,6 +10,7 @@ the HTTP parser refuses) comes from ``errors``, in the same JSON shape.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
@@ -319,15 +320,16 @@ def _leader_work(state: State, cache: ClusterCache) -> list[tuple[str, Coroutine
 def _background_audit(state: State, cache: ClusterCache, where: ClusterConfig) -> BackgroundAudit:
     """The background audit of the cluster at ``where`` against the set in force, its reports
     written with ``cache``'s client, its figures in the server's metrics."""
-    from webhook.audit.background import BackgroundAudit, SnapshotAudit
+    from webhook.audit.background import BackgroundAudit, SnapshotAudit, read_cluster
     from webhook.audit.writer import ReportWriter
 
     def refused(reason: str) -> None:
         state.metrics.audit_report_errors.labels(reason).inc()
 
+    targets = state.config.targets
     return BackgroundAudit(ReportWriter(cache.client, on_error=refused), where=where,
-                           policies=lambda: state.policies.policies, audit=SnapshotAudit(state.config.targets),
-                           sink=state.metrics)
+                           policies=lambda: state.policies.policies, audit=SnapshotAudit(targets),
+                           sink=state.metrics, read=functools.partial(read_cluster, kinds=targets))
 
 
 # --- handlers ---------------------------------------------------------------------------------
