@@ -35,7 +35,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,7 +52,16 @@ from tests.kit.envtest import (
     wait_until,
 )
 from tests.kit.envtest import raw_json as _json
-from tests.kit.kubelets import MERGE_PATCH, Kubelets, Sample, fewest_ready, is_ready, now_rfc3339, running_status
+from tests.kit.kubelets import (
+    MERGE_PATCH,
+    Kubelets,
+    Sample,
+    fewest_ready,
+    is_ready,
+    now_rfc3339,
+    running_status,
+    tear_down,
+)
 from webhook import ANNOTATION_SKIP
 from webhook.spot.controller import CORDONED_BY, DRAIN_STARTED
 
@@ -245,31 +254,11 @@ class Scenario:
 
     # -- tear-down --
     def tear_down(self) -> None:
-        from kubernetes.client.exceptions import ApiException
-
-        def quietly(call: Callable[[], Any]) -> None:
-            try:
-                call()
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-
         if self.controller is not None:
             self.controller.stop()
         group, version = self.pdb_version.split("/")
-        quietly(lambda: self.objects.delete_namespaced_custom_object("apps", "v1", self.namespace, "deployments", APP,
-                                                                     propagation_policy="Background"))
-        quietly(lambda: self.objects.delete_namespaced_custom_object(group, version, self.namespace,
-                                                                     "poddisruptionbudgets", APP))
-        try:  # the garbage collector removes the ReplicaSet and its pods; the kubelets finish them
-            wait_until(lambda: not self.pods(), what="the Deployment's pods to go", timeout=30)
-        except TimeoutError:
-            quietly(lambda: _json(self.core.delete_collection_namespaced_pod(
-                self.namespace, grace_period_seconds=0, _preload_content=False)))
-        finally:
-            self.kubelets.stop()
-        for name in self.nodes:
-            quietly(lambda name=name: _json(self.core.delete_node(name, _preload_content=False)))  # type: ignore[misc]
+        tear_down(self.core, self.objects, namespace=self.namespace, app=APP, budget=(group, version),
+                  kubelets=self.kubelets, nodes=self.nodes)
 
 
 @pytest.fixture

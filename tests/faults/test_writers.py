@@ -6,12 +6,15 @@ control plane (kube-apiserver, kube-scheduler, kube-controller-manager).
 of ``maxUnavailable: 1``; an on-demand node (cordoned until the six are placed) takes the
 replacements. The node gets aws-node-termination-handler's reclaim taint; the leader cordons it,
 writes when the drain began on it, and evicts one pod; it is killed as soon as the API server has
-carried out that eviction (this test plays the kubelets, and starts no replacement until then,
-so the budget refuses the leader a second one). The other replica takes the Lease once it has
-expired, resumes the drain from the node's annotation, with the same deadline, and evicts the
-other five, one at a time. Sampled every 0.2 s, the Deployment never has fewer than five Ready
-pods; the audit log shows one Eviction carried out per pod, and no pod deleted by either
-replica (the only pod deletes are this test's kubelets finishing evicted pods).
+carried out that eviction. This test plays the kubelets and starts no replacement until the API
+server has answered every Eviction the dead leader sent, so the budget has no room for one of
+them meanwhile (an Eviction carries on in the API server without its sender: one that finds room
+charges the budget and then fails to delete its pod, and the budget stays a disruption short for
+the disruption controller's two minutes). The other replica takes the Lease once it has expired,
+resumes the drain from the node's annotation, with the same deadline, and evicts the other five,
+one at a time. Sampled every 0.2 s, the Deployment never has fewer than five Ready pods; the
+audit log shows one Eviction carried out per pod, and no pod deleted by either replica (the only
+pod deletes are this test's kubelets finishing evicted pods).
 
 ``label-nodes``: sixteen nodes carry the labeler's labels; a pod lands on each, so every node's
 labels are to change; the leader, rate-limited, is killed when it has written four nodes. The
@@ -43,7 +46,7 @@ from typing import Any
 import pytest
 
 from tests.kit.envtest import ROOT, Cluster, ControlPlane, ControllerManager, Scheduler, quietly, raw_json, wait_until
-from tests.kit.kubelets import MERGE_PATCH, Kubelets, fewest_ready, is_ready, now_rfc3339
+from tests.kit.kubelets import MERGE_PATCH, Kubelets, fewest_ready, is_ready, now_rfc3339, tear_down
 from tests.kit.writers import (
     ADMIN,
     USERS,
@@ -62,6 +65,7 @@ from tests.kit.writers import (
     start_replicas,
     tails,
     unanswered,
+    user,
     utc,
 )
 from webhook import ANNOTATION_SKIP
@@ -85,6 +89,17 @@ def wait_for(check: Callable[[], bool], *, what: str, timeout: float = WAIT, int
         wait_until(check, what=what, timeout=timeout, interval=interval)
     except TimeoutError as exc:
         pytest.fail(f"{exc}{f'; {state()}' if state else ''}{tails(replicas)}")
+
+
+def audit_shows(audit: AuditTail, check: Callable[[list[dict[str, Any]]], bool], *, what: str) -> None:
+    """Wait for the audit log to show ``what``: the API server writes a request's event once it has
+    answered it, so a reader can see a write's effect a moment before its event."""
+
+    def shown() -> bool:
+        audit.read()
+        return check(audit.events)
+
+    wait_for(shown, what=f"the audit log to show {what}", timeout=10)
 
 
 def leader_and_other(api_client: Any, lease: tuple[str, str], replicas: list[Replica]) -> tuple[Replica, Replica]:
@@ -281,20 +296,8 @@ class SpotDrain:
     def tear_down(self) -> None:
         for replica in self.replicas:
             replica.process.stop()
-        objects = self.cluster.objects
-        quietly(lambda: objects.delete_namespaced_custom_object("apps", "v1", self.namespace, "deployments", APP,
-                                                                propagation_policy="Background"))
-        quietly(lambda: objects.delete_namespaced_custom_object(self.pdb_group, self.pdb_version, self.namespace,
-                                                                "poddisruptionbudgets", APP))
-        try:  # the garbage collector removes the ReplicaSet and its pods; the kubelets finish them
-            wait_until(lambda: not self.pods(), what="the Deployment's pods to go", timeout=30)
-        except TimeoutError:
-            quietly(lambda: raw_json(self.core.delete_collection_namespaced_pod(
-                self.namespace, grace_period_seconds=0, _preload_content=False)))
-        finally:
-            self.kubelets.stop()
-        for name in self.nodes:
-            quietly(lambda name=name: raw_json(self.core.delete_node(name, _preload_content=False)))  # type: ignore[misc]
+        tear_down(self.core, self.cluster.objects, namespace=self.namespace, app=APP,
+                  budget=(self.pdb_group, self.pdb_version), kubelets=self.kubelets, nodes=self.nodes)
 
 
 @pytest.fixture
@@ -350,7 +353,7 @@ def test_a_spot_controller_killed_after_its_first_eviction_is_followed_by_the_ot
     wait_for(lambda: world.replaced(original), what="the other five pods to be evicted and replaced",
              interval=0.25, replicas=replicas, state=world.state)
     world.kubelets.recording.clear()
-    audit.read()
+    audit_shows(audit, lambda events: set(evicted(events, world.namespace)) >= set(original), what="every eviction")
     events = audit.events
 
     takeover = check_takeover(dead, taken)
@@ -540,7 +543,8 @@ def test_label_nodes_killed_mid_pass_leaves_no_node_half_labelled_and_the_other_
     dead, taken = follow_takeover(api_client, world.lease, leader, survivor, world.replicas)
     wait_for(lambda: world.labels() == after, what="every node to carry its new labels", replicas=world.replicas)
     world.looker.stop()
-    audit.read()
+    audit_shows(audit, lambda events: {ref(p)["name"] for p in node_patches(by(events, *USERS), world.nodes)}
+                >= set(world.nodes), what="every node's write")
 
     takeover = check_takeover(dead, taken)
     # Converged: a fresh pass computes what the nodes carry, and would write nothing.
@@ -553,7 +557,9 @@ def test_label_nodes_killed_mid_pass_leaves_no_node_half_labelled_and_the_other_
     # Each node written once, in one patch carrying exactly the labels that moved, by one replica or the other.
     patches = node_patches(by(audit.events, *USERS), world.nodes)
     per_node = Counter(str(ref(p)["name"]) for p in patches)
-    assert per_node == Counter({name: 1 for name in world.nodes}), per_node
+    assert per_node == Counter({name: 1 for name in world.nodes}), \
+        [(ref(p)["name"], user(p), p["requestReceivedTimestamp"], p["requestObject"]) for p in patches
+         if per_node[ref(p)["name"]] != 1]
     for patch in patches:
         name = str(ref(patch)["name"])
         assert patch["requestObject"] == {"metadata": {"labels": {k: after[name][k] for k in moving[name]}}}, patch

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,3 +122,29 @@ class Kubelets(threading.Thread):
         if self.ident is not None:  # started
             self.join(10)
         self.api_client.close()
+
+
+def tear_down(core: Any, objects: Any, *, namespace: str, app: str, budget: tuple[str, str], kubelets: Kubelets,
+              nodes: Iterable[str]) -> None:
+    """Undo a scenario of a Deployment ``app`` under a PodDisruptionBudget ``app`` (``budget``:
+    its group and version) on ``nodes`` tended by ``kubelets``: the garbage collector removes the
+    ReplicaSet and its pods and the kubelets finish them (after 30 s they are deleted at once),
+    then the kubelets stop and the nodes go."""
+    from tests.kit.envtest import quietly, wait_until
+
+    def pods() -> list[Any]:
+        listed = raw_json(core.list_namespaced_pod(namespace, label_selector=f"app={app}", _preload_content=False))
+        return list(listed.get("items") or ())
+
+    quietly(lambda: objects.delete_namespaced_custom_object("apps", "v1", namespace, "deployments", app,
+                                                            propagation_policy="Background"))
+    quietly(lambda: objects.delete_namespaced_custom_object(*budget, namespace, "poddisruptionbudgets", app))
+    try:
+        wait_until(lambda: not pods(), what="the Deployment's pods to go", timeout=30)
+    except TimeoutError:
+        quietly(lambda: raw_json(core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0,
+                                                                       _preload_content=False)))
+    finally:
+        kubelets.stop()
+    for name in nodes:
+        quietly(lambda name=name: raw_json(core.delete_node(name, _preload_content=False)))  # type: ignore[misc]
