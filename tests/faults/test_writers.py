@@ -46,6 +46,7 @@ from typing import Any
 import pytest
 
 from tests.kit.envtest import ROOT, Cluster, ControlPlane, ControllerManager, Scheduler, quietly, raw_json, wait_until
+from tests.kit.faults import figure
 from tests.kit.kubelets import MERGE_PATCH, Kubelets, fewest_ready, is_ready, now_rfc3339, tear_down
 from tests.kit.writers import (
     ADMIN,
@@ -55,6 +56,7 @@ from tests.kit.writers import (
     Timings,
     at,
     by,
+    code,
     evicted,
     evictions,
     node_patches,
@@ -155,9 +157,9 @@ def check_takeover(dead: Mapping[str, Any], taken: Mapping[str, Any]) -> float:
 
 
 def timing_figures(takeover: float) -> str:
-    return (f"takeover {takeover:.2f} s from the dead leader's last renewTime to the survivor's acquireTime "
-            f"(lease duration {TIMINGS.lease_duration:g} s, renew deadline {TIMINGS.renew_deadline:g} s, retry period "
-            f"{TIMINGS.retry_period:g} s; bound {TIMINGS.takeover_bound:.2f} s + {ROUND_TRIPS:g} s of round trips)")
+    return (f"takeover {takeover:.2f}s from the dead leader's last renewTime to the survivor's acquireTime "
+            f"(lease duration {TIMINGS.lease_duration:g}s, renew deadline {TIMINGS.renew_deadline:g}s, retry period "
+            f"{TIMINGS.retry_period:g}s; bound {TIMINGS.takeover_bound:.2f}s + {ROUND_TRIPS:g}s of round trips)")
 
 
 def make_node(core: Any, name: str, *, labels: Mapping[str, str], taints: list[dict[str, str]] | None = None,
@@ -310,6 +312,28 @@ def spot_drain(cluster: Cluster, control_plane: ControlPlane, scheduler: Schedul
         world.tear_down()
 
 
+def kill_after_first_eviction(world: SpotDrain, audit: AuditTail, leader: Replica) -> int:
+    """SIGKILL the leader once the API server has carried out its first Eviction, then wait for
+    the API server to answer every other Eviction it had sent: one carries on without its sender
+    up to the pod's delete, so the budget must have no room until then. How many were still in
+    the API server's hands at the kill."""
+
+    def first_eviction() -> bool:
+        audit.read()
+        return sum(evicted(by(audit.events, leader.user), world.namespace).values()) > 0
+
+    wait_for(first_eviction, what="the leader's first eviction", replicas=world.replicas)
+    leader.kill()
+    left_behind = len(unanswered(by(audit.events, leader.user)))
+
+    def answered_all() -> bool:
+        audit.read()
+        return not unanswered(by(audit.events, leader.user))
+
+    wait_for(answered_all, what="the API server to answer the dead leader's Evictions", timeout=30)
+    return left_behind
+
+
 def drain_deadline(replica: Replica, *, resumed: bool) -> float:
     """The deadline the replica said it drains the node to (its "draining node" log line)."""
     lines = [line for line in replica.logged("draining node") if line.get("resumed") is resumed]
@@ -326,28 +350,11 @@ def test_a_spot_controller_killed_after_its_first_eviction_is_followed_by_the_ot
     leader, survivor = leader_and_other(api_client, world.lease, replicas)
     audit = AuditTail(control_plane.audit_log)
 
-    # The kubelets start no replacement until the leader is dead: the budget refuses it a second eviction.
-    world.kubelets.hold.set()
+    world.kubelets.hold.set()  # no replacement starts: the budget refuses the leader a second eviction
     world.kubelets.recording.set()
     world.reclaim()
-
-    def first_eviction() -> bool:
-        audit.read()
-        return sum(evicted(by(audit.events, leader.user), world.namespace).values()) > 0
-
-    wait_for(first_eviction, what="the leader's first eviction", replicas=replicas)
-    leader.kill()
+    left_behind = kill_after_first_eviction(world, audit, leader)
     began = world.annotations()[DRAIN_STARTED]  # what the dead leader wrote when it cordoned the node
-    # What the dead leader asked is the API server's to finish (an Eviction carries on without its
-    # sender up to the pod's delete): the replacement starts once all of it is answered, so the
-    # budget has no room while a dead leader's Eviction may still take it.
-    left_behind = len(unanswered(by(audit.events, leader.user)))
-
-    def answered_all() -> bool:
-        audit.read()
-        return not unanswered(by(audit.events, leader.user))
-
-    wait_for(answered_all, what="the API server to answer the dead leader's Evictions", timeout=30)
     world.kubelets.hold.clear()
     dead, taken = follow_takeover(api_client, world.lease, leader, survivor, replicas)
     wait_for(lambda: world.replaced(original), what="the other five pods to be evicted and replaced",
@@ -376,19 +383,19 @@ def test_a_spot_controller_killed_after_its_first_eviction_is_followed_by_the_ot
     touched = [e for e in by(events, *USERS) if ref(e).get("resource") == "pods"]
     assert all(e["verb"] == "create" and ref(e).get("subresource") == "eviction" for e in touched), touched
     deletes = pod_deletes(events, world.namespace)
-    assert {e["user"]["username"] for e in deletes} <= {ADMIN}, deletes
+    assert {user(e) for e in deletes} <= {ADMIN}, deletes
     assert {ref(e)["name"] for e in deletes} <= set(original), deletes
     assert survivor.process.running(), tails(replicas)
 
-    after_renewal = [at(e) - seconds(dead["renewTime"]) for e in evictions(by(events, survivor.user), world.namespace)]
-    print(f"\nspot-controller killed after its first eviction: {timing_figures(takeover)}; "
-          f"the survivor's first eviction request {min(after_renewal):.2f} s after that renewal; "
-          f"drain deadline {utc(deadline)} from drain-started {began} (+{DRAIN_TIMEOUT} s) for both; "
-          f"fewest Ready {fewest_ready(samples)} of {REPLICAS} over {len(samples)} samples every {SAMPLE_EVERY} s; "
-          f"evictions per pod {dict(sorted(per_pod.items()))} (dead leader {sum(by_leader.values())}, "
-          f"survivor {len(original) - sum(by_leader.values())}); "
-          f"refused evictions {sum(1 for e in evictions(events, world.namespace) if e['responseStatus']['code'] == 429)}; "
-          f"the dead leader's Evictions still in the API server when it died: {left_behind}")
+    first_ask = min(at(e) for e in evictions(by(events, survivor.user), world.namespace)) - seconds(dead["renewTime"])
+    refused = sum(1 for e in evictions(events, world.namespace) if code(e) == 429)
+    figure(f"[faults] spot-controller SIGKILLed after its first eviction: {timing_figures(takeover)}")
+    figure(f"[faults]   the survivor's first eviction {first_ask:.2f}s after that renewal; deadline {utc(deadline)} "
+           f"(drain-started {began} + {DRAIN_TIMEOUT}s) for both replicas")
+    figure(f"[faults]   fewest Ready {fewest_ready(samples)} of {REPLICAS} over {len(samples)} samples every "
+           f"{SAMPLE_EVERY}s; evictions per pod {sorted(per_pod.values())} (dead leader {sum(by_leader.values())}, "
+           f"survivor {len(original) - sum(by_leader.values())}), refused {refused}; the dead leader's evictions "
+           f"still in the API server at its death: {left_behind}")
 
 
 # --- label-nodes ------------------------------------------------------------------------------------
@@ -568,8 +575,7 @@ def test_label_nodes_killed_mid_pass_leaves_no_node_half_labelled_and_the_other_
     assert survivor.process.running(), tails(world.replicas)
 
     first_write = min(at(p) for p in node_patches(by(audit.events, survivor.user), world.nodes))
-    print(f"\nlabel-nodes killed mid-pass: {timing_figures(takeover)}; the survivor's first label write "
-          f"{first_write - seconds(dead['renewTime']):.2f} s after that renewal; nodes written by the dead leader "
-          f"{by_dead}, by the survivor {NODES - by_dead}, of {NODES} at {RATE:g} writes/s; "
-          f"new labels on {sum(at_death[n] == after[n] for n in world.nodes)} nodes at the kill; "
-          f"{len(looks)} looks every {LOOK_EVERY} s at every node, none half-labelled")
+    figure(f"[faults] label-nodes SIGKILLed mid-pass: {timing_figures(takeover)}")
+    figure(f"[faults]   the survivor's first label write {first_write - seconds(dead['renewTime']):.2f}s after that "
+           f"renewal; nodes written by the dead leader {by_dead}, by the survivor {NODES - by_dead}, of {NODES} at "
+           f"{RATE:g} writes/s; {len(looks)} looks every {LOOK_EVERY}s at every node, none half-labelled")
