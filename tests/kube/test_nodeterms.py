@@ -203,6 +203,16 @@ def test_a_node_matches_the_and_of_two_term_lists_exactly_when_it_matches_both(
     assert terms_match(nodeterms.and_terms(terms, others), n) is (terms_match(terms, n) and terms_match(others, n))
 
 
+@given(TERMS, TERMS)
+def test_a_conjunction_is_the_same_whether_or_not_the_caller_passes_the_terms_keys(
+    terms: list[dict[str, Any]], others: list[dict[str, Any]]
+) -> None:
+    for term in terms:
+        for other in others:
+            assert nodeterms.conjoin(term, other, key=nodeterms.term_key(term),
+                                     other_key=nodeterms.term_key(other)) == nodeterms.conjoin(term, other)
+
+
 def _term(*exprs: tuple[str, str, list[str] | None]) -> dict[str, Any]:
     return {"matchExpressions": [{"key": k, "operator": op, **({"values": v} if v is not None else {})}
                                  for k, op, v in exprs]}

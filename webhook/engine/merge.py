@@ -180,7 +180,7 @@ def and_into(existing: Sequence[Mapping[str, Any]], terms: Sequence[Term]) -> li
             combined = (mine[0] | key[0], mine[1] | key[1])
             if combined not in seen:
                 seen.add(combined)
-                out.append(conjoin(term, t, key=mine))
+                out.append(conjoin(term, t, key=mine, other_key=key))
     if not changed:
         return None
     if len(out) > MAX_TERMS:

@@ -96,14 +96,22 @@ def term_contradiction(term: Mapping[str, Any]) -> str | None:
 # --- AND ---------------------------------------------------------------------------------
 
 
-def conjoin(term: Mapping[str, Any], other: Mapping[str, Any], *, key: TermKey | None = None) -> Term:
+def conjoin(
+    term: Mapping[str, Any], other: Mapping[str, Any], *, key: TermKey | None = None, other_key: TermKey | None = None
+) -> Term:
     """``term AND other`` as a new term: ``term``'s requirements first, in its order, then
     copies of the ones ``other`` adds. Keys the term carries besides the two lists are kept.
     The new term shares ``term``'s requirements: no one edits a requirement in place.
-    ``key`` is ``term_key(term)``, when the caller has it already."""
+    ``key`` is ``term_key(term)`` and ``other_key`` ``term_key(other)``, when the caller has
+    them already: when the two share no requirement, every one of ``other``'s is added
+    without keying each."""
     result = dict(term)
-    for part, have in zip(_PARTS, key or term_key(term)):
-        extra = [copy_json(e) for e in other.get(part) or () if expr_key(e) not in have]
+    for part, have, adding in zip(_PARTS, key or term_key(term), other_key or (None, None)):
+        requirements = other.get(part) or ()
+        if adding is not None and have.isdisjoint(adding):
+            extra = [copy_json(e) for e in requirements]
+        else:
+            extra = [copy_json(e) for e in requirements if expr_key(e) not in have]
         if extra:
             result[part] = list(result.get(part) or ()) + extra
     return result
