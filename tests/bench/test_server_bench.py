@@ -109,3 +109,14 @@ def test_the_cluster_objects_figure_pairs_each_round_with_the_files_run_beside_i
     assert "1000 policies from the cluster: 950/s, from files: 1,000/s, ratio 95%" in out
     assert "(target >= 90%): ok" in out
     assert server_bench._objects_summary(cluster[1:2], files[1:2]) is False
+
+
+def test_the_heavy_figure_says_what_share_of_the_bare_apps_reviews_its_cpu_alone_would_allow(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Throughput pairs on a shared machine swing with whatever else runs; CPU per review does not.
+    webhook = [{"rps": 900.0, "cpu_us": 510.0}, {"rps": 1500.0, "cpu_us": 500.0}, {"rps": 700.0, "cpu_us": 490.0}]
+    bare = [{"rps": 2000.0, "cpu_us": 150.0}, {"rps": 2500.0, "cpu_us": 155.0}, {"rps": 1400.0, "cpu_us": 140.0}]
+    server_bench._heavy_summary(webhook, bare)
+    out = capsys.readouterr().out
+    assert ("server CPU per review on the heavy set, closed loop: webhook 500 us, bare app 150 us"
+            " -- by CPU alone the webhook would serve 30% of the bare app's reviews") in out
