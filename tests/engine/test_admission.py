@@ -234,11 +234,14 @@ def test_a_pass_that_grows_what_the_previous_pass_added_is_not_taken_for_a_settl
         tolerations.append({"key": f"t{len(tolerations)}", "operator": "Exists"})
         return placement.Applied(changed=True)
 
-    # A rollout reads other policies' output: admission passes until the object settles.
+    # A rollout reads other policies' output: admission passes until the object settles. The
+    # grower changes its own output, which no policy of the real engine does, and which
+    # admission relies on to stop after one pass (``settled_early``): that is turned off here.
     policies = policy_set(policy("grower", order=1, rollout={"mode": "safe"}), policy("b", order=2),
                           policy("c", order=3))
     obj = deployment()
-    out = admission.admit(review.request_for_object(obj), policies=policies, steps=admission.Steps(apply=grow))
+    steps = admission.Steps(apply=grow, settle_early=False)
+    out = admission.admit(review.request_for_object(obj), policies=policies, steps=steps)
     assert out.result == "patched" and out.object is not None
     assert [t["key"] for t in out.object["spec"]["template"]["spec"]["tolerations"]] == ["t0", "t1", "t2"]
     assert jsonpatch.apply_patch(obj, out.patch) == out.object
@@ -261,12 +264,15 @@ def test_policies_that_never_settle_fail_open_with_an_error_naming_them() -> Non
         pod["nodeSelector"] = {"flip": "b" if (pod.get("nodeSelector") or {}).get("flip") == "a" else "a"}
         return placement.Applied(changed=True, warnings=[])
 
-    # A rollout reads other policies' output, so admission keeps passing until it settles.
-    flipper = policy("flipper", rollout={"mode": "safe"})
-    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(flipper),
+    # Rollouts read other policies' output, so admission keeps passing until it settles. Each
+    # flipper undoes the one before it: three of them never settle. (A lone policy that undid
+    # its own output would break the engine's idempotency, which admission relies on to stop
+    # after a pass whose last change no reader saw before: ``settled_early``.)
+    flippers = [policy(f"flipper-{i}", order=i, rollout={"mode": "safe"}) for i in (1, 2, 3)]
+    out = admission.admit(review.request_for_object(deployment()), policies=policy_set(*flippers),
                           steps=admission.Steps(apply=toggle))
     assert (out.result, out.patch) == ("error", [])
-    assert out.error and "flipper" in out.error
+    assert out.error and "flipper-1, flipper-2, flipper-3" in out.error
     assert any("never settle" in w for w in out.warnings)
 
 
@@ -290,8 +296,9 @@ def test_a_policy_failing_in_the_settling_pass_leaves_the_answer_consistent() ->
         ({"placement": {"nodeSelector": {"disk": "ssd"}}}, 1),
         # replace rewrites what a later merge policy adds to the same group: it settles
         ({"placement": {"nodeSelector": {"disk": "ssd"}}, "onConflict": "replace"}, 2),
-        ({"placement": {"nodeSelector": {"disk": "ssd"}}, "rollout": {"mode": "safe"}}, 2),
-        ({"placement": {"nodeSelector": {"disk": "ssd"}}, "scheduling": {"preemptionPolicy": "Never"}}, 2),
+        # a lone reader saw every change (its own): its output is settled (``settled_early``)
+        ({"placement": {"nodeSelector": {"disk": "ssd"}}, "rollout": {"mode": "safe"}}, 1),
+        ({"placement": {"nodeSelector": {"disk": "ssd"}}, "scheduling": {"preemptionPolicy": "Never"}}, 1),
         ({"placement": {"nodeSelector": {"disk": "ssd"}}, "match": {"podSelector": {"matchLabels": {"app": "web"}}}}, 2),
     ],
 )
@@ -318,10 +325,11 @@ def _counting_selects(asked: list[str]) -> Any:
 
 
 def test_a_policy_matching_on_nothing_the_engine_writes_is_asked_once_per_admission() -> None:
-    # The rollout makes admission settle over a second pass; neither policy's criteria read
-    # pod labels or annotations, so neither verdict can change between the passes.
-    policies = policy_set(policy("zone", order=1, placement={"nodeSelector": {"zone": "a"}}),
-                          policy("safe", order=2, placement={"nodeSelector": {"disk": "ssd"}}, rollout={"mode": "safe"}))
+    # The rollout, before the policy that changes the object last, makes admission settle over
+    # a second pass; neither policy's criteria read pod labels or annotations, so neither
+    # verdict can change between the passes.
+    policies = policy_set(policy("safe", order=1, placement={"nodeSelector": {"disk": "ssd"}}, rollout={"mode": "safe"}),
+                          policy("zone", order=2, placement={"nodeSelector": {"zone": "a"}}))
     asked: list[str] = []
     calls: list[str] = []
 
@@ -332,8 +340,8 @@ def test_a_policy_matching_on_nothing_the_engine_writes_is_asked_once_per_admiss
     steps = admission.Steps(selects=_counting_selects(asked), apply=counting)
     out = admission.admit(review.request_for_object(deployment()), policies=policies, steps=steps)
     assert out.applied == ["safe", "zone"]
-    assert calls == ["zone", "safe", "zone", "safe"]  # two passes ...
-    assert asked == ["zone", "safe"]  # ... one question each
+    assert calls == ["safe", "zone", "safe", "zone"]  # two passes ...
+    assert asked == ["safe", "zone"]  # ... one question each
 
 
 def test_a_policy_matching_on_a_pod_label_a_later_policy_writes_is_asked_again_in_the_next_pass() -> None:

@@ -194,10 +194,12 @@ def test_policies_that_never_settle_on_a_kept_template_leave_it_kept_and_say_so(
         pod["nodeSelector"] = {"flip": "b" if (pod.get("nodeSelector") or {}).get("flip") == "a" else "a"}
         return placement.Applied(changed=True, warnings=[])
 
-    flipper = policy("flipper", rollout={"mode": "safe"})  # a rollout: admission passes until settled
+    # Rollouts: admission passes until settled. Each flipper undoes the one before it, so three
+    # never settle (a lone one undoing its own output is no policy of the real engine).
+    flippers = [policy(f"flipper-{i}", order=i, rollout={"mode": "safe"}) for i in (1, 2, 3)]
     old = _web()
     request = review.request_for_object(_scaled(old, 4), operation="UPDATE", old_object=old)
-    out = admission.admit(request, policies=policy_set(flipper), steps=admission.Steps(apply=toggle))
+    out = admission.admit(request, policies=policy_set(*flippers), steps=admission.Steps(apply=toggle))
     assert (out.result, out.patch) == ("unchanged", [])
     assert out.warnings[0] == admission.KEPT and any("never settle" in w for w in out.warnings)
 
