@@ -28,20 +28,17 @@ from webhook.kube.objects import copy_json
 def mapping(container: Mapping[str, Any], key: str, *, where: str) -> dict[str, Any] | None:
     """The mapping at ``container[key]``; None when absent; an error when not a mapping."""
     value = container.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise PlacementError(f"{where}.{key} is not a mapping")
-    return value
+    if value is None or isinstance(value, dict):
+        return value
+    raise PlacementError(f"{where}.{key} is not a mapping")
 
 
 def sequence(container: Mapping[str, Any], key: str, *, where: str) -> list[Any] | None:
+    """The list at ``container[key]``; None when absent; an error when not a list."""
     value = container.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise PlacementError(f"{where}.{key} is not a list")
-    return value
+    if value is None or isinstance(value, list):
+        return value
+    raise PlacementError(f"{where}.{key} is not a list")
 
 
 def ensure(container: dict[str, Any], key: str) -> dict[str, Any]:

@@ -102,11 +102,9 @@ def _json_type(value: Any) -> str:
 
 def _mapping_or_none(req: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     value = req.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise BadReview(f"request.{key} must be an object, got a JSON {_json_type(value)}")
-    return value
+    if value is None or isinstance(value, dict):
+        return value
+    raise BadReview(f"request.{key} must be an object, got a JSON {_json_type(value)}")
 
 
 def _request_kind(req: Mapping[str, Any], obj: Mapping[str, Any] | None) -> tuple[str, str, str]:
