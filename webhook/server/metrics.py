@@ -5,12 +5,10 @@ the benchmark) never share or double-register collectors.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from webhook.cluster.metrics import ClusterViewCollector
@@ -34,14 +32,14 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        self.requests = self._counts(
+        self.requests = self._counter(
             "admission_requests", "Admission reviews answered, by object kind, operation and result.",
             "kind", "operation", "result")
         self.duration = Histogram(f"{PREFIX}_admission_duration_seconds", "Time from reading a review to answering it.",
                                   buckets=DURATION_BUCKETS, registry=self.registry)
-        self.applied = self._counts("policy_applied", "Objects a policy changed (enforcement: patch).", "policy")
-        self.audited = self._counts("policy_audited", "Objects an audit-mode policy would have changed.", "policy")
-        self.policy_errors = self._counts(
+        self.applied = self._counter("policy_applied", "Objects a policy changed (enforcement: patch).", "policy")
+        self.audited = self._counter("policy_audited", "Objects an audit-mode policy would have changed.", "policy")
+        self.policy_errors = self._counter(
             "policy_errors", "Objects a policy could not be applied to (left out for that object).", "policy")
         self.policies_loaded = self._gauge("policies_loaded", "Policies in the set currently serving.")
         self.policies_left_out = self._gauge(
@@ -68,16 +66,13 @@ class Metrics:
             "namespace")
         self.audit_report_errors = self._counter(
             "audit_report_errors", "PolicyReport requests the API server refused, by reason.", "reason")
+        # ``labels()`` validates and locks on every call, about a third of a review's metrics
+        # cost: each label tuple's child is looked up once and kept (no child is ever removed).
+        self._children: dict[tuple[Counter, tuple[str, ...]], Counter] = {}
 
     def _counter(self, name: str, text: str, *labels: str) -> Counter:
         """A counter named ``placement_webhook_<name>`` in this server's registry."""
         return Counter(f"{PREFIX}_{name}", text, labels, registry=self.registry)
-
-    def _counts(self, name: str, text: str, *labels: str) -> Counts:
-        """Plain counts exposed as the counter ``placement_webhook_<name>`` of this server's registry."""
-        counts = Counts(f"{PREFIX}_{name}", text, labels)
-        self.registry.register(counts)
-        return counts
 
     def _gauge(self, name: str, text: str, *labels: str) -> Gauge:
         """A gauge named ``placement_webhook_<name>`` in this server's registry."""
@@ -95,14 +90,22 @@ class Metrics:
         failed: Iterable[str] = (),
     ) -> None:
         """Count one answered review and the policies that acted on it."""
-        self.requests.add((kind, operation, result))
+        self._child(self.requests, (kind, operation, result)).inc()
         self.duration.observe(seconds)
         for name in applied:
-            self.applied.add((name,))
+            self._child(self.applied, (name,)).inc()
         for name in audited:
-            self.audited.add((name,))
+            self._child(self.audited, (name,)).inc()
         for name in failed:
-            self.policy_errors.add((name,))
+            self._child(self.policy_errors, (name,)).inc()
+
+    def _child(self, counter: Counter, values: tuple[str, ...]) -> Counter:
+        """``counter.labels(*values)``, looked up once per label tuple."""
+        key = (counter, values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = counter.labels(*values)
+        return child
 
     def observe_audit(self, *, result: str, seconds: float, out_of_policy: Mapping[tuple[str, str], int],
                       rollout_risks: Mapping[str, int]) -> None:
@@ -126,36 +129,3 @@ class Metrics:
     def render(self) -> bytes:
         """The registry in the Prometheus text exposition format."""
         return generate_latest(self.registry)
-
-
-class Counts:
-    """A labelled counter counted in a plain dict, for the counters every review adds to.
-
-    A prometheus_client ``Counter`` child checks and takes a lock on every ``inc``: with a
-    count per policy that acted, that is most of a review's metrics cost. Reviews are counted
-    on the event loop, and the registry is read there too (``render``), so nothing else
-    writes or reads meanwhile. Scraped, the family is the one a ``Counter`` exposes: per label
-    set its ``_total`` and the time it was first counted as its ``_created``.
-    """
-
-    def __init__(self, name: str, documentation: str, labels: tuple[str, ...]) -> None:
-        self.name, self.documentation, self.labels = name, documentation, labels
-        self._counts: dict[tuple[str, ...], int] = {}
-        self._created: dict[tuple[str, ...], float] = {}
-
-    def add(self, values: tuple[str, ...]) -> None:
-        """One more for the label set ``values`` (in the order of ``labels``)."""
-        count = self._counts.get(values)
-        if count is None:
-            self._created[values] = time.time()
-            count = 0
-        self._counts[values] = count + 1
-
-    def describe(self) -> list[CounterMetricFamily]:
-        return [CounterMetricFamily(self.name, self.documentation, labels=self.labels)]
-
-    def collect(self) -> list[CounterMetricFamily]:
-        family = CounterMetricFamily(self.name, self.documentation, labels=self.labels)
-        for values, count in self._counts.items():
-            family.add_metric(values, float(count), created=self._created[values])
-        return [family]
