@@ -95,3 +95,17 @@ def test_a_line_s_time_is_the_utc_second_and_its_milliseconds_whatever_second_wa
     logs._rfc3339(created + 1)  # another second first: the cached one must not leak
     seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
     assert logs._rfc3339(created) == f"{seconds}.{int(created * 1000) % 1000:03d}Z"
+
+
+def test_without_a_stream_lines_go_to_stderr_as_it_is_when_each_is_written(
+        stream: io.StringIO, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A test runner swaps sys.stderr per test and closes the old one: a handler bound to the
+    # stream of set-up time would then fail on every later record.
+    before = io.StringIO()
+    monkeypatch.setattr("sys.stderr", before)
+    logs.setup("info")
+    before.close()
+    after = io.StringIO()
+    monkeypatch.setattr("sys.stderr", after)
+    logging.getLogger(REVIEW_LOGGER).info("reviewed")
+    assert [line["msg"] for line in lines(after)] == ["reviewed"]

@@ -46,9 +46,22 @@ def _second(seconds: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler writing to whatever ``sys.stderr`` is when a record is emitted, as the logging
+    module's own last-resort handler does (``_StderrHandler``): a stream swapped after set-up (a
+    test runner's capture, since closed) would otherwise turn every later record into an error."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+
 def setup(level: str = "info", *, stream: TextIO | None = None) -> None:
     """Send every log record of the process to ``stream`` (stderr) as JSON lines."""
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else _Stderr()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
