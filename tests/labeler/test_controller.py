@@ -74,6 +74,30 @@ async def test_a_label_someone_else_changed_is_put_back(server: FakeApiServer, s
     assert labels_of(server, "gpu-1")[P + "gpu-available"] == "1"
 
 
+async def test_a_change_by_someone_else_that_races_our_write_s_echo_is_still_put_back(
+        server: FakeApiServer, start_labeler: Callable[..., Any], until: Callable[..., Any]) -> None:
+    labeler = await start_labeler()
+    real = labeler.writer.apply
+
+    def gpu_available() -> str | None:
+        return labeler.nodes()["gpu-1"]["metadata"]["labels"].get(P + "gpu-available")
+
+    async def echoed_then_tampered(changes: Any, report: Any) -> None:
+        await real(changes, report)
+        # Before the write's caller resumes, the watch brings the write back, then someone
+        # else's change: nothing may be left that makes a pass take the view for our write.
+        await until(lambda: gpu_available() == "1", what="the view to see our write")
+        server.patch_object("Node", "gpu-1", {"metadata": {"labels": {P + "gpu-available": "9"}}})
+        await until(lambda: gpu_available() == "9", what="the view to see the tampered label")
+
+    labeler.writer.apply = echoed_then_tampered
+    await labeler.run_pass()
+    labeler.writer.apply = real
+    assert "gpu-1" in labeler.dirty
+    await labeler.run_pass(labeler.dirty)
+    assert labels_of(server, "gpu-1")[P + "gpu-available"] == "1"
+
+
 async def test_conflicts_and_throttling_are_retried(server: FakeApiServer, start_labeler: Callable[..., Any]) -> None:
     labeler = await start_labeler()
     server.fail_next("PATCH", r"/api/v1/nodes/cpu-1$", 409)

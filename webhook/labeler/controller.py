@@ -178,10 +178,14 @@ class Labeler:
         changes = plan(self._current(nodes), computed)
         report.unchanged = len(computed) - len(report.skipped) - len(changes)
         if not self.config.dry_run:
-            await self.writer.apply(changes, report)
+            # Recorded before the writes go out: a write's watch event can come back before
+            # ``apply`` returns, and a record made after it would outlive its echo and hide a
+            # later change by someone else (the pass would take the view for our write).
             for change in changes:
-                if change.node not in report.failed:
-                    self.recent.setdefault(change.node, {}).update(change.labels)
+                self.recent.setdefault(change.node, {}).update(change.labels)
+            await self.writer.apply(changes, report)
+            for node in report.failed:
+                self.recent.pop(node, None)  # not written: the view is right about it
         report.seconds = time.perf_counter() - started
         self.metrics.observe(report, total_nodes=len(nodes))
         return report, computed, changes
