@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.kit.kubeconfigs import token_kubeconfig
 from webhook import cli
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -384,13 +385,7 @@ def test_a_live_cluster_is_read_once_and_explained_like_a_dump(tmp_path: Path,
 
 
 def _kubeconfig_for(tmp_path: Path, server: str, token: str = "t") -> Path:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": token}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
-    return kubeconfig
+    return token_kubeconfig(tmp_path / "kubeconfig", server, token=token, insecure=True)
 
 
 def test_an_unreachable_cluster_is_one_error_line_at_once_and_a_usage_error(

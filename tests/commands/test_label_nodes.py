@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.kit.kubeconfigs import token_kubeconfig
 from tests.kit.fakeapi import FakeApiServer
 from tests.labeler.conftest import node, pod
 from webhook import cli
@@ -189,10 +189,4 @@ def test_a_view_that_does_not_sync_in_time_names_the_server_and_the_last_cause(
 
 
 def _kubeconfig_for(tmp_path: Path, server: str) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
-    return path
+    return token_kubeconfig(tmp_path / "kubeconfig", server)

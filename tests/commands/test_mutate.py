@@ -13,6 +13,7 @@ import jsonpatch
 import pytest
 import yaml
 
+from tests.kit.kubeconfigs import token_kubeconfig
 from tests.kit.policies import PROD_SSD_YAML
 from tests.kit.yaml_bombs import billion_laughs
 from webhook import ANNOTATION_APPLIED, cli
@@ -502,13 +503,7 @@ def test_mutate_with_an_unreadable_kubeconfig_is_a_usage_error(
 
 
 def _kubeconfig_for(tmp_path: Path, server: str) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
-    return path
+    return token_kubeconfig(tmp_path / "kubeconfig", server, insecure=True)
 
 
 def test_a_refused_connection_is_a_one_line_usage_error_at_once_naming_the_server(

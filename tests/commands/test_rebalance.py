@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.kit.kubeconfigs import token_kubeconfig
 from tests.kit.fakeapi import FakeApiServer
 from tests.kit.fakeapi.objects import pdb
 from tests.rebalance.conftest import ON_DEMAND_NODE, SPOT_NODES, capacity_node, replica_set, web
@@ -108,12 +108,7 @@ def test_a_dry_run_against_a_closed_port_is_one_error_line_at_once_naming_the_se
     from tests.kit.envtest import free_port
 
     server = f"http://127.0.0.1:{free_port()}"  # a closed port
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    kubeconfig = token_kubeconfig(tmp_path / "kubeconfig", server)
     began = time.monotonic()
     code = cli.main(["rebalance", "--dry-run", "--kubeconfig", str(kubeconfig)])
     err = capsys.readouterr().err
