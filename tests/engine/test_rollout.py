@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.kit.engine import apply
 from tests.kit.policies import policy as make_policy
@@ -265,6 +268,17 @@ def test_percentages_resolve_as_the_deployment_controller_resolves_them(
     surge: Any, unavailable: Any, replicas: int, resolved: tuple[int, int]
 ) -> None:
     assert resolve(surge, unavailable, replicas) == resolved
+
+
+@given(st.integers(min_value=0, max_value=100), st.integers(min_value=0, max_value=100_000))
+def test_a_percentage_of_the_replicas_rounds_as_the_controllers_float64_arithmetic(percent: int, replicas: int) -> None:
+    # intstr.GetScaledValueFromIntOrPercent: math.Ceil (surge) or math.Floor (unavailable) of
+    # float64(value) * float64(total) / 100; Python floats are the same IEEE doubles.
+    surge, unavailable = resolve(f"{percent}%", f"{percent}%", replicas)
+    assert surge == math.ceil(float(percent) * float(replicas) / 100)
+    floor = math.floor(float(percent) * float(replicas) / 100)
+    fencepost = 1 if surge == 0 and floor == 0 else floor  # ResolveFenceposts: never both zero
+    assert unavailable == min(fencepost, replicas)
 
 
 SPREAD_SAFE = {"placement": {"podAntiAffinity": {"spread": "required"}}, "rollout": {"mode": "safe"}}

@@ -36,6 +36,11 @@ class Decision:
     rule: int = 1  # the safe-rollout rule that decided (1, 2 or 3, as above)
 
 
+# The decisions that depend on nothing but the rule, made once rather than per review.
+NO_SELF_ANTI_AFFINITY = Decision(1, 0, "no required self anti-affinity across revisions")
+NO_CLUSTER_VIEW = Decision(0, 1, "required self anti-affinity, no cluster view", rule=3)
+
+
 def _covers_own_namespace(term: Mapping[str, Any], namespace: str | None) -> bool:
     # Empty namespaces and no namespaceSelector mean "the pod's own namespace". A
     # namespaceSelector may or may not select it; assume it does (the cautious answer).
@@ -107,7 +112,11 @@ def room_to_surge(
 
 
 def replicas_of(obj: Mapping[str, Any], target: Target) -> int:
-    parent = get_path(obj, target.rollout[:-1]) if target.rollout else None
+    return _replicas(get_path(obj, target.rollout[:-1]) if target.rollout else None)
+
+
+def _replicas(parent: Mapping[str, Any] | None) -> int:
+    """``replicas`` beside the strategy (the Deployment's spec)."""
     value = (parent or {}).get("replicas")
     return value if isinstance(value, int) else 1  # the API default
 
@@ -122,12 +131,13 @@ def decide(
 ) -> Decision:
     blocking = blocking_self_terms(pod_spec, labels, namespace)
     if not blocking:
-        return Decision(1, 0, "no required self anti-affinity across revisions")
+        return NO_SELF_ANTI_AFFINITY
+    if cluster is None:  # rule 2 counts domains in the cluster view: without one, rule 3
+        return NO_CLUSTER_VIEW
     keys = sorted({str(t.get("topologyKey")) for t in blocking})
     if room_to_surge(pod_spec, topology_keys=keys, replicas=replicas, cluster=cluster):
         return Decision(1, 0, f"more eligible {keys[0]} domains than replicas", rule=2)
-    why = "no cluster view" if cluster is None else f"not enough {keys[0]} domains"
-    return Decision(0, 1, f"required self anti-affinity, {why}", rule=3)
+    return Decision(0, 1, f"required self anti-affinity, not enough {keys[0]} domains", rule=3)
 
 
 def safe_values(decision: Decision, rollout: Mapping[str, Any]) -> Decision:
@@ -150,6 +160,9 @@ def safe_values(decision: Decision, rollout: Mapping[str, Any]) -> Decision:
 # --- writing the strategy -------------------------------------------------------------
 
 
+ROLLING_KEYS = ("maxSurge", "maxUnavailable")  # in the order warnings list them (alphabetical)
+
+
 def _is_zero(value: Any) -> bool:
     return value in (0, "0", "0%")
 
@@ -161,7 +174,7 @@ def _user_set(strategy: Mapping[str, Any] | None) -> bool:
     if strategy.get("type") not in (None, "RollingUpdate"):
         return True
     ru = strategy.get("rollingUpdate") or {}
-    return any(ru.get(k) not in (None, API_DEFAULT) for k in ("maxSurge", "maxUnavailable"))
+    return any(ru.get(k) not in (None, API_DEFAULT) for k in ROLLING_KEYS)
 
 
 def apply(
@@ -179,8 +192,8 @@ def apply(
     parent = get_path(obj, target.rollout[:-1])
     if not isinstance(parent, dict):
         return
-    where = "/".join(target.rollout[:-1])
-    strategy = mapping(parent, target.rollout[-1], where=where)
+    key = target.rollout[-1]
+    strategy = mapping(parent, key, where="/".join(target.rollout[:-1]))
     if strategy and strategy.get("type") == "Recreate":
         ctx.warn("rollout: strategy Recreate left alone")
         return
@@ -188,16 +201,15 @@ def apply(
         # The API server omits a zero minReadySeconds, so in a review "absent" covers the
         # default; a 0 written in a manifest is a choice like any other value.
         scalar(parent, "minReadySeconds", rollout["minReadySeconds"], ctx)
-    current = dict((strategy or {}).get("rollingUpdate") or {})
+    current = dict(strategy.get("rollingUpdate") or {}) if strategy else {}
     if rollout.get("mode", "safe") != "safe":
-        wanted = {k: rollout[k] for k in ("maxSurge", "maxUnavailable") if rollout.get(k) is not None}
+        wanted = {k: rollout[k] for k in ROLLING_KEYS if rollout.get(k) is not None}
         if not (ctx.mode == KEEP and _user_set(strategy)):
-            _write(parent, target.rollout[-1], current, _combined(current, wanted, ctx), ctx)
+            _write(parent, key, current, _combined(current, wanted, ctx), ctx)
         return
-    meta = obj.get("metadata") or {}
-    replicas = replicas_of(obj, target)
-    decision = decide(pod_spec=pod_spec, labels=labels, namespace=meta.get("namespace"), replicas=replicas,
-                      cluster=ctx.cluster)
+    replicas = _replicas(parent)
+    decision = decide(pod_spec=pod_spec, labels=labels, namespace=(obj.get("metadata") or {}).get("namespace"),
+                      replicas=replicas, cluster=ctx.cluster)
     wanted = {"maxSurge": (d := safe_values(decision, rollout)).max_surge, "maxUnavailable": d.max_unavailable}
     if ctx.mode == KEEP and _user_set(strategy):
         if not can_finish(current, replicas=replicas, decision=decision):
@@ -209,17 +221,22 @@ def apply(
     result = _combined({**current, **authored}, wanted, ctx)
     if not can_finish(result, replicas=replicas, decision=decision):
         result = _finishing(result, authored, decision, replicas, ctx)
-    kept = sorted(k for k, v in authored.items() if result.get(k) == v)
+    ctx.warn(_written(result, authored, decision))
+    _write(parent, key, current, result, ctx)
+
+
+def _written(result: Mapping[str, Any], authored: Mapping[str, Any], decision: Decision) -> str:
+    """The warning for a safe rollout: the values, why, and which of them its author wrote."""
+    kept = [k for k in ROLLING_KEYS if k in authored and result.get(k) == authored[k]]
     note = f"; as written: {', '.join(kept)}" if kept else ""
-    ctx.warn(f"rollout: {_shown(result)} ({decision.reason}{note})")
-    _write(parent, target.rollout[-1], current, result, ctx)
+    return f"rollout: {_shown(result)} ({decision.reason}{note})"
 
 
 def _authored(original: Mapping[str, Any] | None, target: Target) -> dict[str, Any]:
     """The rolling-update values the object carried when admission began, but for the API
     defaults: what its author wrote, or an earlier admission did."""
     ru = get_path(original, (*(target.rollout or ()), "rollingUpdate")) if original is not None else None
-    return {k: v for k, v in (ru or {}).items() if k in ("maxSurge", "maxUnavailable") and v != API_DEFAULT}
+    return {k: v for k, v in (ru or {}).items() if k in ROLLING_KEYS and v != API_DEFAULT}
 
 
 def _finishing(
@@ -246,9 +263,10 @@ def _combined(current: Mapping[str, Any], wanted: Mapping[str, Any], ctx: Contex
     """The rolling-update values after a policy: ``wanted`` over absent values and the API
     defaults, and over everything under ``replace``; anything else someone wrote stays."""
     result = dict(current)
+    replacing = ctx.mode == REPLACE
     for name, value in wanted.items():
         have = current.get(name)
-        if ctx.mode == REPLACE or have is None or have == API_DEFAULT:
+        if replacing or have is None or have == API_DEFAULT:
             result[name] = value
     return result
 
@@ -264,12 +282,12 @@ def can_finish(values: Mapping[str, Any], *, replicas: int, decision: Decision) 
     return unavailable > 0
 
 
-def _write(parent: dict[str, Any], key: str, current: Mapping[str, Any], result: Mapping[str, Any], ctx: Context) -> None:
+def _write(parent: dict[str, Any], key: str, current: dict[str, Any], result: dict[str, Any], ctx: Context) -> None:
     if _is_zero(result.get("maxSurge", API_DEFAULT)) and _is_zero(result.get("maxUnavailable", API_DEFAULT)):
         # The API rejects both zero (ValidateRollingUpdateDeployment); the object stays as it is.
         ctx.warn("rollout: left as is, maxSurge and maxUnavailable would both be 0")
         return
-    if dict(result) == dict(current):
+    if result == current:
         return
     ensure(ensure(parent, key), "rollingUpdate").update(result)
     ctx.changed()

@@ -5,8 +5,6 @@ simulation of the scheduler model.
 """
 from __future__ import annotations
 
-import math
-from fractions import Fraction
 from typing import Any
 
 __all__ = ["API_DEFAULT", "REVISION_KEY", "resolve"]
@@ -29,8 +27,11 @@ def resolve(max_surge: Any, max_unavailable: Any, replicas: int) -> tuple[int, i
 
 
 def _scaled(value: Any, total: int, *, round_up: bool) -> int:
-    """``intstr.GetScaledValueFromIntOrPercent``: an int as it is, "N%" of ``total``."""
+    """``intstr.GetScaledValueFromIntOrPercent``: an int as it is, "N%" of ``total``.
+
+    The controller rounds ``N * total / 100`` in float64; integer division gives the same
+    whole numbers, exactly, without building a fraction on every call."""
     if isinstance(value, str) and value.endswith("%"):
-        share = Fraction(int(value[:-1]) * total, 100)
-        return math.ceil(share) if round_up else math.floor(share)
+        share, rest = divmod(int(value[:-1]) * total, 100)
+        return share + 1 if round_up and rest else share
     return int(value)
