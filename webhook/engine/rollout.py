@@ -24,7 +24,7 @@ from webhook.kube import selectors
 from webhook.kube.affinity import REQUIRED
 from webhook.kube.deployment import API_DEFAULT, REVISION_KEY, resolve
 from webhook.kube.kinds import Target
-from webhook.kube.pointers import get_path
+from webhook.kube.pointers import Path, get_path
 from webhook.scheduler.filters import NodeEligibility
 
 
@@ -215,7 +215,7 @@ def apply(
         if not can_finish(current, replicas=replicas, decision=decision):
             ctx.warn(f"rollout: the strategy kept by onConflict keep can never finish ({decision.reason})")
         return
-    authored = _authored(ctx.original, target)
+    authored = _authored(ctx.original, target.rollout)
     # The author's values are the base in every pass: a value this admission wrote in an
     # earlier pass (perhaps over the author's, as never finishing) is not a choice to keep.
     result = _combined({**current, **authored}, wanted, ctx)
@@ -227,16 +227,17 @@ def apply(
 
 def _written(result: Mapping[str, Any], authored: Mapping[str, Any], decision: Decision) -> str:
     """The warning for a safe rollout: the values, why, and which of them its author wrote."""
-    kept = [k for k in ROLLING_KEYS if k in authored and result.get(k) == authored[k]]
+    kept = [k for k, v in authored.items() if result.get(k) == v]  # in ROLLING_KEYS order, as _authored
     note = f"; as written: {', '.join(kept)}" if kept else ""
     return f"rollout: {_shown(result)} ({decision.reason}{note})"
 
 
-def _authored(original: Mapping[str, Any] | None, target: Target) -> dict[str, Any]:
+def _authored(original: Mapping[str, Any] | None, strategy_path: Path) -> dict[str, Any]:
     """The rolling-update values the object carried when admission began, but for the API
     defaults: what its author wrote, or an earlier admission did."""
-    ru = get_path(original, (*(target.rollout or ()), "rollingUpdate")) if original is not None else None
-    return {k: v for k, v in (ru or {}).items() if k in ROLLING_KEYS and v != API_DEFAULT}
+    strategy = get_path(original, strategy_path) if original is not None else None
+    ru = (strategy.get("rollingUpdate") if isinstance(strategy, dict) else None) or {}
+    return {k: ru[k] for k in ROLLING_KEYS if ru.get(k, API_DEFAULT) != API_DEFAULT}
 
 
 def _finishing(
