@@ -6,6 +6,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -109,3 +110,86 @@ def test_without_a_stream_lines_go_to_stderr_as_it_is_when_each_is_written(
     monkeypatch.setattr("sys.stderr", after)
     logging.getLogger(REVIEW_LOGGER).info("reviewed")
     assert [line["msg"] for line in lines(after)] == ["reviewed"]
+
+
+
+@contextmanager
+def alone() -> Iterator[tuple[logging.Logger, io.StringIO]]:
+    """A logger whose records reach one handler only, a JSON one as ``logs.setup`` makes. Entered
+    in the test itself: the test runner hangs its capture handlers on the root logger and on any
+    logger that does not propagate by then."""
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logs.JsonFormatter())
+    logger = logging.getLogger("tests.logs.alone")
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    try:
+        yield logger, out
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+        logger.filters.clear()
+
+
+@pytest.fixture
+def records() -> Iterator[list[logging.LogRecord]]:
+    """Every LogRecord made meanwhile."""
+    made: list[logging.LogRecord] = []
+    factory = logging.getLogRecordFactory()
+
+    def counted(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        made.append(factory(*args, **kwargs))
+        return made[-1]
+
+    logging.setLogRecordFactory(counted)
+    try:
+        yield made
+    finally:
+        logging.setLogRecordFactory(factory)
+
+
+def test_a_per_request_line_is_the_line_its_record_would_give_without_making_the_record(
+        records: list[logging.LogRecord]) -> None:
+    with alone() as (logger, out):
+        logs.info(logger, "review", FIELDS)
+        assert records == []
+        logger.info("review", extra={"fields": FIELDS})
+    direct, recorded = lines(out)
+    assert list(direct) == list(recorded) == ["time", "level", "logger", "msg", *FIELDS]
+    assert {**direct, "time": None} == {**recorded, "time": None}
+
+
+def test_a_per_request_line_reaches_any_other_handler_as_a_record() -> None:
+    captured: list[logging.LogRecord] = []
+    capture = logging.Handler()
+    capture.emit = captured.append  # type: ignore[method-assign]
+    with alone() as (logger, out):
+        logger.addHandler(capture)
+        logs.info(logger, "review", FIELDS)
+        logger.removeHandler(capture)
+    assert [(r.getMessage(), r.fields) for r in captured] == [("review", FIELDS)]  # type: ignore[attr-defined]
+    assert [line["msg"] for line in lines(out)] == ["review"]  # written once, from the record
+
+
+def test_a_per_request_line_obeys_the_logger_s_level_the_handler_s_level_and_filters() -> None:
+    with alone() as (logger, out):
+        [handler] = logger.handlers
+        handler.setLevel(logging.WARNING)
+        logs.info(logger, "review", FIELDS)
+        handler.setLevel(logging.NOTSET)
+        logger.addFilter(lambda record: False)
+        logs.info(logger, "review", FIELDS)
+        logger.filters.clear()
+        logger.setLevel(logging.WARNING)
+        logs.info(logger, "review", FIELDS)
+    assert lines(out) == []
+
+
+def test_a_per_request_line_on_a_failing_stream_is_reported_and_does_not_fail_the_caller(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with alone() as (logger, out):
+        out.close()
+        logs.info(logger, "review", FIELDS)  # no exception
+    assert "Logging error" in capsys.readouterr().err  # reported the way logging reports it
