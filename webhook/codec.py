@@ -49,14 +49,19 @@ def loads(data: bytes | str) -> Any:
         return json.loads(data)  # reads what is lenient JSON, raises what is not JSON
 
 
-def dumps(value: Any) -> bytes:
+def dumps(value: Any, *, floats: bool = True) -> bytes:
     """Compact UTF-8 JSON of ``value``, the same document ``json.dumps`` would give
-    (which has no form for ``bytes``: they are written as base64 strings)."""
+    (which has no form for ``bytes``: they are written as base64 strings).
+
+    ``floats=False`` says ``value`` holds no float (an AdmissionReview answer): only a float
+    can be NaN or infinite, so msgspec's output is not searched for the ``null`` it writes
+    for them, a search as long as the output.
+    """
     try:
         out = _encoder.encode(value)
     except (TypeError, ValueError, msgspec.EncodeError):  # non-string keys, lone surrogates
         return _stdlib.encode(value).encode()
-    if b"null" in out:  # a None, or a NaN/Infinity that msgspec would have turned into null
+    if floats and b"null" in out:  # a None, or a NaN/Infinity that msgspec would have turned into null
         return _stdlib.encode(value).encode()
     return out
 

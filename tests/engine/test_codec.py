@@ -46,6 +46,19 @@ def test_dumps_writes_a_document_that_reads_back_as_the_value(value: Any) -> Non
     assert patching.same(codec.loads(out), value)
 
 
+_no_floats = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(10**40), max_value=10**40) | st.text() | st.binary(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_no_floats)
+def test_a_value_without_floats_is_the_same_document_whether_or_not_it_is_searched_for_nan(value: Any) -> None:
+    assert json.loads(codec.dumps(value, floats=False)) == json.loads(codec.dumps(value))
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

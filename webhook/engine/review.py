@@ -141,10 +141,21 @@ def respond(request: Request, *, patch: bytes, warnings: list[str]) -> dict[str,
     """The AdmissionReview answer: the request's apiVersion, its uid, always allowed; the
     JSON patch (``patch``, the bytes of its JSON, sent as base64) and ``patchType`` only when
     there is one."""
+    return _answer(request, patch=base64.b64encode(patch).decode("ascii"), warnings=warnings)
+
+
+def encoded_answer(request: Request, *, patch: bytes, warnings: list[str]) -> bytes:
+    """``codec.dumps(respond(...))``, the body the server sends, made in one pass: the encoder
+    writes the patch's base64 itself, and an answer holds no float to check for NaN."""
+    return codec.dumps(_answer(request, patch=patch, warnings=warnings), floats=False)
+
+
+def _answer(request: Request, *, patch: bytes | str, warnings: list[str]) -> dict[str, Any]:
+    """The answer with ``patch`` as given: its base64 text, or its bytes for ``codec`` to encode."""
     response: dict[str, Any] = {"uid": request.uid, "allowed": True}
     if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(patch).decode("ascii")
+        response["patch"] = patch
     clipped = clip_all(warnings)
     if clipped:
         response["warnings"] = clipped

@@ -30,7 +30,7 @@ from webhook.cluster.view import ClusterView
 from webhook.engine import admission, review
 from webhook.policy import crd
 from webhook.policy.policyset import PolicySet
-from webhook.runtime import errors, reload, run, sync
+from webhook.runtime import errors, logs, reload, run, sync
 from webhook.runtime.run import Context
 from webhook.runtime.tls import CertificateSource
 from webhook.server import policies as policy_sources
@@ -368,7 +368,7 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
     if outcome.applied and not req.dry_run:  # a dry run changes nothing stored
         state.policies.count(outcome.applied)
     patch = codec.dumps(outcome.patch) if outcome.patch else b""
-    answer = review.respond(req, patch=patch, warnings=outcome.warnings)
+    answer = review.encoded_answer(req, patch=patch, warnings=outcome.warnings)
     seconds = time.perf_counter() - started
     state.metrics.observe_review(
         kind=outcome.target.kind if outcome.target is not None else "other",
@@ -379,8 +379,8 @@ async def _mutate(request: web.Request, state: State) -> web.Response:
         audited=outcome.audited,
         failed=outcome.failed,
     )
-    review_log.info("review", extra={"fields": _log_fields(req, outcome, patch, seconds)})
-    return web.Response(body=codec.dumps(answer), content_type="application/json")
+    logs.info(review_log, "review", _log_fields(req, outcome, patch, seconds))
+    return web.Response(body=answer, content_type="application/json")
 
 
 def _log_fields(request: review.Request, outcome: admission.Outcome, patch: bytes, seconds: float) -> dict[str, Any]:
