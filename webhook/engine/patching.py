@@ -44,10 +44,24 @@ def same(a: Any, b: Any) -> bool:
         return True
     if type(a) is not type(b):
         return False
+    # Plain loops rather than all(<generator>) and key sets: this compares two passes' patches
+    # in every settling admission, and the generators cost more than the comparisons.
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(v, b[k]) for k, v in a.items())
+        if len(a) != len(b):
+            return False
+        for key, value in a.items():
+            # Same size, so every key of a found in b means the same keys. A key that b
+            # lacks meets _MISSING, which is the same as no JSON value.
+            if not same(value, b.get(key, _MISSING)):
+                return False
+        return True
     if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if not same(x, y):
+                return False
+        return True
     return bool(a == b)
 
 
@@ -63,18 +77,26 @@ def _diff(a: Any, b: Any, path: str, ops: list[Operation]) -> None:
 
 
 def _diff_dict(a: dict[str, Any], b: dict[str, Any], path: str, ops: list[Operation]) -> None:
-    if not a.keys() <= b.keys():  # the engine rarely removes a key
-        for key in a:
-            if key not in b:
-                ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
-    for key, value in b.items():
+    first, added = len(ops), 0  # where this dict's operations start; keys of b new in a
+    for key in b:
+        value = b[key]
         old = a.get(key, _MISSING)
         if old is value:  # shared with the original: nothing to build, not even the path
             continue
+        # Escaping is for the rare key with '~' or '/': a call per key costs more than the check.
+        child = f"{path}/{escape(key)}" if "~" in key or "/" in key else f"{path}/{key}"
         if old is _MISSING:
-            ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": value})
+            added += 1
+            ops.append({"op": "add", "path": child, "value": value})
+        elif type(old) is dict and type(value) is dict:  # most changed values: skip the dispatch
+            _diff_dict(old, value, child, ops)
         else:
-            _diff(old, value, f"{path}/{escape(key)}", ops)
+            _diff(old, value, child, ops)
+    # Every key of b that was not added is a key of a, so a has keys that b lacks exactly when
+    # it has more keys than those; counting is cheaper than comparing key sets. The engine
+    # rarely removes a key, so removals are found last, but they go first.
+    if len(a) > len(b) - added:
+        ops[first:first] = [{"op": "remove", "path": f"{path}/{escape(key)}"} for key in a if key not in b]
 
 
 def _diff_list(a: list[Any], b: list[Any], path: str, ops: list[Operation]) -> None:
@@ -82,8 +104,8 @@ def _diff_list(a: list[Any], b: list[Any], path: str, ops: list[Operation]) -> N
         # Removing by index shifts every later element; one replace is clearer and safe.
         ops.append({"op": "replace", "path": path, "value": b})
         return
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x is not y:  # shared with the original: nothing to build, not even the path
-            _diff(x, y, f"{path}/{i}", ops)
+    for i, x in enumerate(a):  # indexing b is cheaper than zipping pairs for these short lists
+        if x is not b[i]:  # shared with the original: nothing to build, not even the path
+            _diff(x, b[i], f"{path}/{i}", ops)
     for i in range(len(a), len(b)):
         ops.append({"op": "add", "path": f"{path}/{i}", "value": b[i]})
