@@ -14,8 +14,8 @@ null where an object is expected is refused, since the engine reads elements unc
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from webhook.engine.context import PlacementError
 from webhook.kube.affinity import PREFERRED, REQUIRED
@@ -38,13 +38,116 @@ AFFINITY: Shape = {
 POD_SPEC: Shape = {"affinity": AFFINITY, "nodeSelector": {}, "tolerations": [{}]}
 
 
+Found = tuple[list[str], str]
+"""The steps down to the first field of another shape (innermost first: ``.key`` or ``[index]``)
+and what is wrong with it. Admission checks every object it mutates, so the path is spelled out
+only for a field that is wrong."""
+
+Inside = Callable[[Any], Found | None]
+"""What is wrong inside a value already known to be of its shape's JSON type, or None."""
+
+
+class Expected(NamedTuple):
+    """A shape compiled for a value that is not null: the JSON type it must have, what a value of
+    another type is, and the check of what is inside it (None: nothing inside is read).
+
+    The shapes are compiled once, at import, so a check asks no shape what it is. A field's type
+    is checked in its parent's loop, not by a call of its own: most fields are strings or lists
+    of anything, and a call for each would add a tenth to the check."""
+
+    kind: type
+    what: str
+    inside: Inside | None
+
+
+def expected(shape: Shape) -> Expected | None:
+    """``shape`` compiled, or None where any value will do."""
+    if shape is None:
+        return None
+    if isinstance(shape, dict):
+        fields = tuple((key, rule) for key, inner in shape.items() if (rule := expected(inner)) is not None)
+        return Expected(dict, "not a mapping", _fields(fields) if fields else None)
+    if isinstance(shape, list):
+        element = expected(shape[0])  # None: any element will do, null included
+        return Expected(list, "not a list", None if element is None else _elements(element))
+    return Expected(shape, "not a string" if shape is str else f"not a {shape.__name__}", None)
+
+
+def _fields(fields: tuple[tuple[str, Expected], ...]) -> Inside:
+    flat = tuple((key, *rule) for key, rule in fields)
+
+    def inside(value: dict[str, Any]) -> Found | None:
+        for key, kind, what, deeper in flat:
+            item = value.get(key)
+            if item is None:  # null counts as absent
+                continue
+            if not isinstance(item, kind):
+                found: Found | None = ([], what)
+            elif deeper is None:
+                continue
+            else:
+                found = deeper(item)
+            if found is not None:
+                found[0].append(f".{key}")
+                return found
+        return None
+
+    return inside
+
+
+def _elements(element: Expected) -> Inside:
+    kind, what, deeper = element
+
+    def inside(value: list[Any]) -> Found | None:
+        for i, item in enumerate(value):
+            # The engine reads elements unconditionally: null is refused where a shape is expected.
+            if item is None:
+                found: Found | None = ([], "null")
+            elif not isinstance(item, kind):
+                found = [], what
+            elif deeper is None:
+                continue
+            else:
+                found = deeper(item)
+            if found is not None:
+                found[0].append(f"[{i}]")
+                return found
+        return None
+
+    return inside
+
+
+def _misfit(value: Any, rule: Expected) -> Found | None:
+    """What is wrong with ``value`` (not null) for ``rule``, or None."""
+    kind, what, inside = rule
+    if not isinstance(value, kind):
+        return [], what
+    return None if inside is None else inside(value)
+
+
+_METADATA = expected({"labels": {}, "annotations": {}})
+_LABELS = expected({})
+_SELECTOR = expected(LABEL_SELECTOR)
+_POD_SPEC = expected(POD_SPEC)
+
+
 def check(obj: dict[str, Any], target: Target) -> None:
     """Raise ``PlacementError`` naming the first field the engine reads that has another type."""
-    found = problem(obj.get("metadata"), {"labels": {}, "annotations": {}}, "metadata")
-    for path, shape in ((target.pod_labels, {}), (target.selector, LABEL_SELECTOR), (target.pod_spec, POD_SPEC)):
-        found = found or (problem(get_path(obj, path), shape, _dotted(path)) if path else None)
+    found = _problem(obj.get("metadata"), _METADATA, ("metadata",))
+    for path, rule in ((target.pod_labels, _LABELS), (target.selector, _SELECTOR), (target.pod_spec, _POD_SPEC)):
+        if path and not found:
+            found = _problem(get_path(obj, path), rule, path)
     if found:
         raise PlacementError(found)
+
+
+def _problem(value: Any, rule: Expected | None, path: Sequence[str]) -> str | None:
+    """What is wrong with ``value``, the field at ``path``, or None."""
+    found = None if value is None or rule is None else _misfit(value, rule)
+    if found is None:
+        return None
+    steps, what = found
+    return _said(".".join(path) + "".join(reversed(steps)), what)
 
 
 def _said(where: str, what: str) -> str:
@@ -52,49 +155,3 @@ def _said(where: str, what: str) -> str:
     pod spec's paths are long."""
     leaf = where.rsplit(".", 1)[-1]
     return f"{leaf} is {what} (at {where})"
-
-
-def problem(value: Any, shape: Shape, where: str) -> str | None:
-    """What is wrong with ``value`` at ``where`` for ``shape``, or None."""
-    found = _misshapen(value, shape)
-    if found is None:
-        return None
-    steps, what = found
-    return _said(where + "".join(reversed(steps)), what)
-
-
-def _misshapen(value: Any, shape: Shape) -> tuple[list[str], str] | None:
-    """The steps from ``value`` down to the first field of another shape (innermost first:
-    ``.key`` or ``[index]``) and what is wrong with it, or None. Admission checks every
-    object it mutates, so the path is spelled out only for a field that is wrong."""
-    if value is None or shape is None:
-        return None
-    if isinstance(shape, dict):
-        if not isinstance(value, dict):
-            return [], "not a mapping"
-        for key, inner in shape.items():
-            found = _misshapen(value.get(key), inner)
-            if found is not None:
-                found[0].append(f".{key}")
-                return found
-        return None
-    if isinstance(shape, list):
-        if not isinstance(value, list):
-            return [], "not a list"
-        element = shape[0]
-        if element is None:  # any element will do, null included
-            return None
-        for i, item in enumerate(value):
-            # The engine reads elements unconditionally: null is refused where a shape is expected.
-            found = ([], "null") if item is None else _misshapen(item, element)
-            if found is not None:
-                found[0].append(f"[{i}]")
-                return found
-        return None
-    if isinstance(value, shape):
-        return None
-    return [], "not a string" if shape is str else f"not a {shape.__name__}"
-
-
-def _dotted(path: Sequence[str]) -> str:
-    return ".".join(path)
