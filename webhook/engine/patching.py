@@ -44,8 +44,8 @@ def same(a: Any, b: Any) -> bool:
         return True
     if type(a) is not type(b):
         return False
-    # Plain loops rather than all(<generator>) and key sets: this compares two passes' patches
-    # in every settling admission, and the generators cost more than the comparisons.
+    # Plain loops rather than all(<generator>) and key sets: a settling admission compares two
+    # passes' patches with this, and the generators cost more than the comparisons.
     if isinstance(a, dict):
         if len(a) != len(b):
             return False
@@ -78,7 +78,7 @@ def _diff(a: Any, b: Any, path: str, ops: list[Operation]) -> None:
 
 def _diff_dict(a: dict[str, Any], b: dict[str, Any], path: str, ops: list[Operation]) -> None:
     first, added = len(ops), 0  # where this dict's operations start; keys of b new in a
-    for key in b:
+    for key in b:  # with value = b[key], measurably cheaper than unpacking b.items() pairs
         value = b[key]
         old = a.get(key, _MISSING)
         if old is value:  # shared with the original: nothing to build, not even the path
