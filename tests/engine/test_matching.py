@@ -1,9 +1,12 @@
 """match / exclude predicates: every criterion, globs and Kubernetes label-selector semantics."""
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.kit.policies import policy
 from tests.kit.workloads import deployment
@@ -212,3 +215,16 @@ def test_a_policy_set_a_reload_replaced_is_freed_with_its_index_without_the_cycl
         assert gone() is None  # reference counting alone freed it, and the index it holds
     finally:
         gc.enable()
+
+
+# Globs drawn from the characters that mean something to fnmatch (and to a regular expression).
+GLOB_TEXT = st.text(alphabet="ab-.*?[]!^\\", max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(patterns=st.lists(GLOB_TEXT, min_size=1, max_size=4), namespace=st.text(alphabet="ab-.*?[]!^\\\n", min_size=1, max_size=6))
+def test_a_namespace_matches_a_list_of_globs_exactly_when_fnmatchcase_matches_one_of_them(
+        patterns: list[str], namespace: str) -> None:
+    expected = any(fnmatchcase(namespace, p) for p in patterns)
+    assert _verdict({"namespaces": patterns}, namespace=namespace).matched == expected
+    assert _verdict({"excludeNamespaces": patterns}, namespace=namespace).matched != expected

@@ -17,9 +17,10 @@ Decisions where Kubernetes offers no rule:
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 from typing import TYPE_CHECKING, Any
 
 from webhook.kube import selectors
@@ -276,9 +277,17 @@ def _operations_pred(operations: Sequence[str]) -> Predicate:
 
 
 def _globs(patterns: Sequence[str]) -> Callable[[str], bool]:
+    """Whether a value matches one of ``patterns``, as ``fnmatchcase`` says. The patterns with
+    wildcards are compiled once, into one regular expression: the alternation of what
+    ``fnmatch.translate`` makes of each, as ``fnmatchcase`` compiles it (joining them with ``|``
+    is a use the fnmatch module keeps working). Matching it is several times cheaper than asking
+    ``fnmatchcase`` pattern by pattern."""
     exact = frozenset(p for p in patterns if not any(c in p for c in "*?["))
-    wild = tuple(p for p in patterns if p not in exact)
-    return lambda value: value in exact or any(fnmatchcase(value, p) for p in wild)
+    wild = [translate(p) for p in patterns if p not in exact]
+    if not wild:
+        return lambda value: value in exact
+    match = re.compile("|".join(wild)).match
+    return lambda value: value in exact or match(value) is not None
 
 
 def _namespaces_pred(patterns: Sequence[str]) -> Predicate:
