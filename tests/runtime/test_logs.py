@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,12 +115,13 @@ def test_without_a_stream_lines_go_to_stderr_as_it_is_when_each_is_written(
 
 
 @contextmanager
-def alone() -> Iterator[tuple[logging.Logger, io.StringIO]]:
-    """A logger whose records reach one handler only, a JSON one as ``logs.setup`` makes. Entered
-    in the test itself: the test runner hangs its capture handlers on the root logger and on any
-    logger that does not propagate by then."""
+def alone(handler: logging.Handler | None = None) -> Iterator[tuple[logging.Logger, io.StringIO]]:
+    """A logger whose records reach one handler only: ``handler``, else a JSON one writing to the
+    stream yielded, as ``logs.setup`` makes. Entered in the test itself: the test runner hangs its
+    capture handlers on the root logger and on any logger that does not propagate by then."""
     out = io.StringIO()
-    handler = logging.StreamHandler(out)
+    if handler is None:
+        handler = logging.StreamHandler(out)
     handler.setFormatter(logs.JsonFormatter())
     logger = logging.getLogger("tests.logs.alone")
     logger.addHandler(handler)
@@ -193,3 +195,13 @@ def test_a_per_request_line_on_a_failing_stream_is_reported_and_does_not_fail_th
         out.close()
         logs.info(logger, "review", FIELDS)  # no exception
     assert "Logging error" in capsys.readouterr().err  # reported the way logging reports it
+
+
+def test_a_per_request_line_to_a_json_file_handler_is_written_by_the_handler_itself(tmp_path: Path) -> None:
+    # A file handler opens its file on the first record (delay) and may rotate it: only it knows how.
+    handler = logging.FileHandler(tmp_path / "log", delay=True)
+    with alone(handler) as (logger, _):
+        logs.info(logger, "review", FIELDS)
+    handler.close()
+    [line] = [json.loads(text) for text in (tmp_path / "log").read_text().splitlines()]
+    assert (line["msg"], line["uid"]) == ("review", FIELDS["uid"])

@@ -106,7 +106,10 @@ def _only_json_handler(logger: logging.Logger, level: int) -> logging.StreamHand
 
 
 def _writes_json(handler: logging.Handler) -> TypeGuard[logging.StreamHandler[Any]]:
-    return isinstance(handler, logging.StreamHandler) and type(handler.formatter) is JsonFormatter and not handler.filters
+    """A handler as ``setup`` makes one: a plain stream one (not a file handler, which opens and
+    rotates its file as it writes), formatting this module's lines, with no filter."""
+    plain = type(handler) in (logging.StreamHandler, _Stderr)
+    return plain and type(handler.formatter) is JsonFormatter and not handler.filters
 
 
 def setup(level: str = "info", *, stream: TextIO | None = None) -> None:
