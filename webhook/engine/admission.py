@@ -334,6 +334,9 @@ class _Run:
         self.audited: set[str] = set()
         self.failed: set[str] = set()
         self.changed_in_pass: list[str] = []
+        # The required spreads this pass holds the object to, (policy, topology key): their
+        # domains are counted in the object admission answers with (``finish``).
+        self.spreads: list[tuple[str, str]] = []
         # original -> working, as of the last pass that changed it (original -> base before one)
         self.patch: list[dict[str, Any]] = [] if self.base is self.original else patching.diff(self.original, self.base)
         self.settling = settling  # whether another pass may follow (see _reads_others_output)
@@ -357,6 +360,7 @@ class _Run:
         """
         self.changed_in_pass = []
         self.warnings = []
+        self.spreads = []
         if not self.settling:
             for policy in candidates:
                 if policy.name not in self.failed:
@@ -514,6 +518,8 @@ class _Run:
             self._replay()
             return
         self.warnings.extend(result.warnings)
+        if result.spread_key is not None:
+            self.spreads.append((policy.name, result.spread_key))
         if result.changed:
             self.applied.append(policy)
             self.changed_in_pass.append(policy.name)
@@ -538,6 +544,8 @@ class _Run:
             self.warnings.append(f"{policy.name}: audit: would fail: {exc}")
             return
         self.warnings.extend(f"(audit) {w}" for w in result.warnings)
+        if result.spread_key is not None:
+            self.warnings.extend(f"(audit) {w}" for w in self._spread_warnings(scratch, [(policy.name, result.spread_key)]))
         if result.changed:
             self.audited.add(policy.name)
             self.warnings.append(f"{policy.name}: audit: would {_summary(patching.diff(base, scratch))}")
@@ -548,12 +556,18 @@ class _Run:
         return Outcome(
             object=self.current() if patch else self.original,
             patch=patch,
-            warnings=clip_all([*self.failures, *self.warnings]),
+            warnings=clip_all([*self.failures, *self.warnings, *self._spread_warnings(self.current(), self.spreads)]),
             applied=names,
             audited=sorted(self.audited),
             failed=sorted(self.failed),
             result="patched" if patch else "unchanged",
         )
+
+    def _spread_warnings(self, obj: dict[str, Any], spreads: list[tuple[str, str]]) -> list[str]:
+        """What each required spread says of ``obj``: too few eligible domains for its replicas."""
+        said = ((name, placement.spread_warning(obj, target=self.target, topology_key=key, cluster=self.cluster))
+                for name, key in spreads)
+        return [clip(f"{name}: {text}") for name, text in said if text is not None]
 
     def diverged(self) -> Outcome:
         """Policies that keep undoing each other (two ``replace`` policies on one field

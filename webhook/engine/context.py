@@ -28,6 +28,9 @@ class Report:
 
     changed: bool = False
     warnings: list[str] = field(default_factory=list)
+    # The topology key of a required spread the policy holds the object to: admission counts
+    # its eligible domains in the object it answers with (``placement.spread_warning``).
+    spread_key: str | None = None
 
 
 @dataclass(slots=True)

@@ -41,6 +41,9 @@ class Applied:
 
     changed: bool
     warnings: list[str] = field(default_factory=list)  # each prefixed with the policy name
+    # A required spread's topology key, whose eligible domains admission counts in the object
+    # it answers with (``spread_warning``): later policies may still narrow the nodes.
+    spread_key: str | None = None
 
 
 def apply_policy(
@@ -72,7 +75,8 @@ def apply_policy(
         ctx = Context(policy.on_conflict, cluster, where=".".join(target.pod_spec), original=original)
         _apply_pod(obj, compiled=compiled, target=target, ctx=ctx)
     said = ctx.report.warnings
-    return Applied(ctx.report.changed, [warnings.clip(f"{policy.name}: {w}") for w in said] if said else [])
+    return Applied(ctx.report.changed, [warnings.clip(f"{policy.name}: {w}") for w in said] if said else [],
+                   spread_key=ctx.report.spread_key)
 
 
 def written_paths(target: Target) -> tuple[Path_, ...]:
@@ -149,19 +153,25 @@ def _anti_affinity(
             required.insert(0, term)
     merge.pod_terms(pod_spec, "podAntiAffinity", required=required, preferred=preferred, ctx=ctx)
     if spread is not None and term is not None and spread.mode == "required":
-        _check_domains(obj, pod_spec, topology_key=spread.topology_key, ctx=ctx)
+        ctx.report.spread_key = spread.topology_key
 
 
-def _check_domains(obj: Mapping[str, Any], pod_spec: Mapping[str, Any], *, topology_key: str, ctx: Context) -> None:
-    """Required spread over fewer eligible domains than replicas leaves pods Pending: warn."""
-    if ctx.cluster is None:
-        ctx.warn(f"required spread: {topology_key} domains not counted: no cluster view")
-        return
+def spread_warning(obj: Mapping[str, Any], *, target: Target, topology_key: str,
+                   cluster: ClusterView | None) -> str | None:
+    """Required spread over fewer eligible domains than replicas leaves pods Pending: what to
+    say about ``obj``, the object admission answers with. Counted there, not as the spread is
+    written: a later policy's node affinity, nodeSelector or tolerations narrow the nodes too."""
+    if cluster is None:
+        return f"required spread: {topology_key} domains not counted: no cluster view"
+    pod_spec = get_path(obj, target.pod_spec or ())
+    if not isinstance(pod_spec, dict):
+        return None
     replicas = (obj.get("spec") or {}).get("replicas")
     replicas = replicas if isinstance(replicas, int) else 1
-    domains = rollout.eligible_domains(pod_spec, ctx.cluster.nodes(), topology_key)
+    domains = rollout.eligible_domains(pod_spec, cluster.nodes(), topology_key)
     if domains < replicas:
-        ctx.warn(f"required spread: {replicas} replicas but {domains} eligible {topology_key} domains")
+        return f"required spread: {replicas} replicas but {domains} eligible {topology_key} domains"
+    return None
 
 
 def _spread_term(obj: dict[str, Any], spread: fragments.Spread, *, target: Target, ctx: Context) -> dict[str, Any]:
