@@ -7,7 +7,7 @@ For every generated policy set and workload:
   the input is still in the output with the same value, except the documented ones (a stale
   integer ``priority`` when a priority class is set; the API-default ``25%`` rollout values);
   existing required node-selector terms survive as subsets of the ANDed terms;
-- the request's own object is never modified;
+- the request's own object is never modified, and neither is what a policy compiled;
 - outputs validate against the official Kubernetes schemas (strict) for the built-in kinds.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from webhook.cluster.view import StaticClusterView
-from webhook.engine import admission, review, shapes
+from webhook.engine import admission, fragments, review, shapes
 from webhook.files import documents
 from webhook.kube.deployment import resolve
 from webhook.kube.kinds import BUILTIN
@@ -294,6 +294,21 @@ def test_patch_reproduces_output_and_a_second_pass_changes_nothing(
     again = _admit(copy.deepcopy(out.object), policies, cluster)
     assert again.patch == [], f"second pass changed {again.patch}"
     assert all(len(w) < 120 for w in out.warnings)
+
+
+@SETTINGS
+@given(obj=workloads(), specs=st.lists(policy_specs, min_size=1, max_size=3), cluster=st.sampled_from([None, CLUSTER]))
+def test_admission_never_edits_what_a_policy_compiled(
+    obj: dict[str, Any], specs: list[dict[str, Any]], cluster: StaticClusterView | None
+) -> None:
+    # A policy's compiled entries go into every object it places as they are (engine.working):
+    # an edit of one in place would change the policy for every later object.
+    policies = load_policies(specs)
+    compiled = [copy.deepcopy(fragments.compiled(p)) for p in policies.policies]
+    out = _admit(obj, policies, cluster)
+    assert out.object is not None
+    _admit(out.object, policies, cluster)  # the output, which holds those very entries, admitted again
+    assert [fragments.compiled(p) for p in policies.policies] == compiled
 
 
 @SETTINGS

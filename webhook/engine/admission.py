@@ -54,7 +54,8 @@ ENGINE = Steps()
 
 @dataclass(slots=True)
 class Outcome:
-    """What admission did to one object."""
+    """What admission did to one object. ``object`` and the patch's values share structure with
+    the request's object and with the policy set (``engine.working``): read them, or copy first."""
 
     object: dict[str, Any] | None  # the object after mutation (the original when nothing changed)
     patch: list[dict[str, Any]]  # RFC 6902; applying it to the request's object gives `object`

@@ -1,8 +1,10 @@
 """A policy's placement compiled to concrete Kubernetes fragments.
 
 Everything here depends on the policy alone, so ``compiled(policy)`` computes it once and
-memoises it in ``policy.cache``. The fragments are shared between objects: callers copy
-them (``copy_json``) before putting them into an object.
+memoises it in ``policy.cache``. The fragments are shared between objects: the containers
+that hold them (a list of terms, a node selector) are each object's own, the entries (a term,
+a toleration, a preference) go into every object as they are, since no one edits a list entry
+in place (``engine.working``).
 
 Required node affinity is kept in disjunctive normal form: a list of NodeSelectorTerms that
 are ORed, each an AND of expressions, exactly the shape of ``nodeSelectorTerms``.
@@ -15,7 +17,7 @@ from typing import Any
 
 from webhook.kube import nodeterms, resourcelabels
 from webhook.kube.capacity import capacity_requirement, provider
-from webhook.kube.nodeterms import Term, conjoin, dedupe, preferred_key, term_contradiction
+from webhook.kube.nodeterms import Term, TermKey, conjoin, dedupe, preferred_key, term_contradiction, term_key
 from webhook.kube.objects import copy_json
 from webhook.kube.quantity import QuantityError
 from webhook.policy.policyset import Policy
@@ -78,6 +80,7 @@ class Compiled:
 
     node_selector: Mapping[str, str] = field(default_factory=dict)
     required: list[Term] | None = None  # DNF to AND into the object; None: nothing required
+    required_keys: tuple[TermKey, ...] = ()  # ``term_key`` of each required term, keyed once
     preferred: list[Term] = field(default_factory=list)  # PreferredSchedulingTerms
     spread: Spread | None = None
     anti_required: list[Term] = field(default_factory=list)  # PodAffinityTerms
@@ -120,9 +123,11 @@ def compile_spec(spec: Mapping[str, Any]) -> Compiled:
         if tol:
             tolerations.append(copy_json(dict(tol)))
     vm = spec.get("vm") or {}
+    required = _required(placement)
     return Compiled(
         node_selector={str(k): str(v) for k, v in (placement.get("nodeSelector") or {}).items()},
-        required=_required(placement),
+        required=required,
+        required_keys=tuple(map(term_key, required or ())),
         preferred=_preferred(placement),
         spread=_spread(anti),
         anti_required=[copy_json(t) for t in terms.get("required") or ()],

@@ -21,8 +21,7 @@ from webhook.engine.fragments import MAX_TERMS
 from webhook.kube import selectors
 from webhook.kube.affinity import PREFERRED, REQUIRED
 from webhook.kube.deployment import REVISION_KEY
-from webhook.kube.nodeterms import Term, conjoin, preferred_key, term_contradiction, term_key
-from webhook.kube.objects import copy_json
+from webhook.kube.nodeterms import Term, TermKey, conjoin, preferred_key, term_contradiction, term_key
 
 
 def mapping(container: Mapping[str, Any], key: str, *, where: str) -> dict[str, Any] | None:
@@ -124,7 +123,8 @@ def append_missing(
     key: Callable[[Any], Any],
     bucket: Callable[[Any], Any] = weight_bucket,
 ) -> bool:
-    """Append copies of the items no entry of ``target`` equals; True if any was added."""
+    """Append the items no entry of ``target`` equals; True if any was added. The entries
+    are shared, not copied: no one edits a list entry in place (``engine.working``)."""
     # Most items are already there verbatim on a second pass: a C-speed check first.
     pending = [item for item in items if item not in target]
     if not pending:
@@ -134,13 +134,13 @@ def append_missing(
     buckets = {bucket(item) for item in pending}
     have = {key(x) for x in target if isinstance(x, dict) and bucket(x) in buckets}
     if not have and len(pending) == 1:  # nothing it could equal: no key needed
-        target.append(copy_json(dict(pending[0])))
+        target.append(pending[0])
         return True
     added = False
     for item in pending:
         k = key(item)
         if k not in have:
-            target.append(copy_json(dict(item)))
+            target.append(item)
             have.add(k)
             added = True
     return added
@@ -149,25 +149,28 @@ def append_missing(
 # --- required node affinity: AND into existing terms ----------------------------------
 
 
-def and_into(existing: Sequence[Mapping[str, Any]], terms: Sequence[Term]) -> list[Any] | None:
+def and_into(
+    existing: Sequence[Mapping[str, Any]], terms: Sequence[Term], keys: Sequence[TermKey] | None = None
+) -> list[Any] | None:
     """``existing AND terms`` (both ORs of terms), or None when ``existing`` already implies it.
 
     A term that already contains every requirement of one of ``terms`` is kept as is, which
     makes a second application a no-op. An empty term matches no node and ANDing keeps it
-    so; it is left alone rather than turned into one that matches.
+    so; it is left alone rather than turned into one that matches. ``keys`` are the
+    ``term_key`` of each of ``terms`` when the caller has them (a policy's are compiled once).
     """
     if _implied(existing, terms):
         return None  # what ANDing them in an earlier pass left: no need to key every term
     out: list[Any] = []
     seen: set[Any] = set()
     changed = False
-    wanted = [term_key(t) for t in terms]
+    wanted = keys if keys is not None else [term_key(t) for t in terms]
     for term in existing:
         if _left_alone(term):
             out.append(term)
             continue
         mine = term_key(term)
-        if any(w[0] <= mine[0] and w[1] <= mine[1] for w in wanted):
+        if _contains_one(mine, wanted):
             out.append(term)
             seen.add(mine)
             continue
@@ -183,6 +186,14 @@ def and_into(existing: Sequence[Mapping[str, Any]], terms: Sequence[Term]) -> li
     if len(out) > MAX_TERMS:
         raise PlacementError(f"required node affinity would need {len(out)} terms (limit {MAX_TERMS})")
     return out
+
+
+def _contains_one(key: TermKey, wanted: Sequence[TermKey]) -> bool:
+    """Whether the term keyed ``key`` requires everything one of the ``wanted`` terms does."""
+    for exprs, fields in wanted:
+        if exprs <= key[0] and fields <= key[1]:
+            return True
+    return False
 
 
 def _left_alone(term: Any) -> bool:
@@ -242,8 +253,10 @@ def node_affinity(
     preferred: Sequence[Term],
     ctx: Context,
     key: str = "affinity",
+    required_keys: Sequence[TermKey] | None = None,
 ) -> None:
-    """Merge required/preferred node affinity into ``affinity_parent[key].nodeAffinity``."""
+    """Merge required/preferred node affinity into ``affinity_parent[key].nodeAffinity``;
+    ``required_keys``: the ``term_key`` of each required term, when the caller has them."""
     if required is None and not preferred:
         return
     affinity = mapping(affinity_parent, key, where=ctx.where) or {}
@@ -253,14 +266,14 @@ def node_affinity(
     if ctx.mode == REPLACE or not current:
         wanted: dict[str, Any] = {}
         if required is not None:
-            wanted[REQUIRED] = {"nodeSelectorTerms": copy_json(list(required))}
+            wanted[REQUIRED] = {"nodeSelectorTerms": list(required)}
         if preferred:
-            wanted[PREFERRED] = copy_json(list(preferred))
+            wanted[PREFERRED] = list(preferred)
         if current != wanted:
             ensure(affinity_parent, key)["nodeAffinity"] = wanted
             ctx.changed()
         return
-    _merge_node_affinity(current, required=required, preferred=preferred, ctx=ctx)
+    _merge_node_affinity(current, required=required, preferred=preferred, ctx=ctx, required_keys=required_keys)
 
 
 def _merge_node_affinity(
@@ -269,16 +282,17 @@ def _merge_node_affinity(
     required: Sequence[Term] | None,
     preferred: Sequence[Term],
     ctx: Context,
+    required_keys: Sequence[TermKey] | None,
 ) -> None:
     here = f"{ctx.where}.affinity.nodeAffinity"
     if required is not None:
         req = mapping(current, REQUIRED, where=here)
         terms = sequence(req, "nodeSelectorTerms", where=here) if req is not None else None
         if not terms:
-            current[REQUIRED] = {**(req or {}), "nodeSelectorTerms": copy_json(list(required))}
+            current[REQUIRED] = {**(req or {}), "nodeSelectorTerms": list(required)}
             ctx.changed()
         else:
-            combined = and_into(terms, required)
+            combined = and_into(terms, required, required_keys)
             if combined is not None:
                 warn_unsatisfiable(terms, combined, ctx)
                 terms[:] = combined
@@ -286,7 +300,7 @@ def _merge_node_affinity(
     if preferred:
         prefs = sequence(current, PREFERRED, where=here)
         if prefs is None:
-            current[PREFERRED] = copy_json(list(preferred))
+            current[PREFERRED] = list(preferred)
             ctx.changed()
         elif append_missing(prefs, preferred, preferred_key):
             ctx.changed()
@@ -298,14 +312,14 @@ def _merge_node_affinity(
 def whole_group(container: dict[str, Any], key: str, current: Any, wanted: Any, ctx: Context) -> bool:
     """The modes that take the field group ``container[key]`` whole. True when they decided it:
     ``keep`` leaves a group the object sets as it is; ``replace``, or an object without the
-    group, puts a copy of ``wanted`` in its place. False: ``merge`` folds ``wanted`` into
-    ``current``, which the object sets."""
+    group, puts a copy of ``wanted`` in its place (the mapping or list is the object's own, its
+    entries are shared). False: ``merge`` folds ``wanted`` into ``current``, which the object sets."""
     if ctx.mode == KEEP and current:
         return True
     if ctx.mode != REPLACE and current:
         return False
     if current != wanted:
-        container[key] = copy_json(wanted)
+        container[key] = wanted.copy()
         ctx.changed()
     return True
 
@@ -314,7 +328,7 @@ def node_selector(pod_spec: dict[str, Any], wanted: Mapping[str, str], ctx: Cont
     if not wanted:
         return
     current = mapping(pod_spec, "nodeSelector", where=ctx.where)
-    if whole_group(pod_spec, "nodeSelector", current, dict(wanted), ctx):
+    if whole_group(pod_spec, "nodeSelector", current, wanted, ctx):
         return
     assert current is not None  # merge: whole_group took an absent group
     for k, v in wanted.items():
@@ -344,9 +358,9 @@ def pod_terms(
     if ctx.mode == REPLACE or not current:
         wanted: dict[str, Any] = {}
         if required:
-            wanted[REQUIRED] = copy_json(list(required))
+            wanted[REQUIRED] = list(required)
         if preferred:
-            wanted[PREFERRED] = copy_json(list(preferred))
+            wanted[PREFERRED] = list(preferred)
         if current != wanted:
             ensure(pod_spec, "affinity")[group] = wanted
             ctx.changed()
@@ -356,7 +370,7 @@ def pod_terms(
             continue
         have = sequence(current, field_name, where=f"{ctx.where}.affinity.{group}")
         if have is None:
-            current[field_name] = copy_json(list(items))
+            current[field_name] = list(items)
             ctx.changed()
         elif append_missing(have, items, anti_term_key):
             ctx.changed()
@@ -366,7 +380,7 @@ def tolerations(pod_spec: dict[str, Any], wanted: Sequence[Term], ctx: Context) 
     if not wanted:
         return
     current = sequence(pod_spec, "tolerations", where=ctx.where)
-    if whole_group(pod_spec, "tolerations", current, list(wanted), ctx):
+    if whole_group(pod_spec, "tolerations", current, wanted, ctx):
         return
     assert current is not None  # merge: whole_group took an absent group
     if append_missing(current, wanted, toleration_key, key_bucket):

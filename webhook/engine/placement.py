@@ -118,7 +118,8 @@ def _apply_pod(obj: dict[str, Any], *, compiled: fragments.Compiled, target: Tar
     if compiled.node_selector:
         merge.node_selector(pod_spec, compiled.node_selector, ctx)
     if compiled.required is not None or compiled.preferred:
-        merge.node_affinity(pod_spec, required=compiled.required, preferred=compiled.preferred, ctx=ctx)
+        merge.node_affinity(pod_spec, required=compiled.required, preferred=compiled.preferred, ctx=ctx,
+                            required_keys=compiled.required_keys)
     if compiled.tolerations:
         merge.tolerations(pod_spec, compiled.tolerations, ctx)
     if compiled.affinity_required or compiled.affinity_preferred:

@@ -7,7 +7,10 @@ original, which keeps the copy cheap and lets the differ skip it by identity.
 Within what it owns, the engine edits mappings in place and adds, replaces or drops the
 entries of lists, but never edits an entry itself (a node selector term, a toleration, a
 preference): it builds a new one (``kube.nodeterms.conjoin``, ``merge.append_missing``). So the
-copy duplicates the owned mappings and lists and shares their entries with the original.
+copy duplicates the owned mappings and lists and shares their entries with the original, and
+a policy's compiled entries go into every object it places as they are (``engine.fragments``):
+an admission's output shares structure with its request and with the policy set, and whoever
+edits it copies it first.
 """
 from __future__ import annotations
 

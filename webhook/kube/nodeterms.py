@@ -17,7 +17,6 @@ from typing import Any
 
 from webhook.kube import selectors
 from webhook.kube.nodes import INT64_MAX, label_int
-from webhook.kube.objects import copy_json
 
 __all__ = ["NodeTermError", "Term", "TermKey", "and_terms", "conjoin", "dedupe", "expr_key", "negate",
            "negate_preferred", "negate_term", "preferred_key", "term_contains", "term_contradiction", "term_key"]
@@ -99,21 +98,26 @@ def term_contradiction(term: Mapping[str, Any]) -> str | None:
 def conjoin(
     term: Mapping[str, Any], other: Mapping[str, Any], *, key: TermKey | None = None, other_key: TermKey | None = None
 ) -> Term:
-    """``term AND other`` as a new term: ``term``'s requirements first, in its order, then
-    copies of the ones ``other`` adds. Keys the term carries besides the two lists are kept.
-    The new term shares ``term``'s requirements: no one edits a requirement in place.
+    """``term AND other`` as a new term: ``term``'s requirements first, in its order, then the
+    ones ``other`` adds. Keys the term carries besides the two lists are kept. The new term
+    shares the requirements of both: no one edits a requirement in place (the engine builds a
+    new one), so a policy's compiled requirements can go into every object it places.
     ``key`` is ``term_key(term)`` and ``other_key`` ``term_key(other)``, when the caller has
     them already: when the two share no requirement, every one of ``other``'s is added
     without keying each."""
     result = dict(term)
-    for part, have, adding in zip(_PARTS, key or term_key(term), other_key or (None, None)):
-        requirements = other.get(part) or ()
-        if adding is not None and have.isdisjoint(adding):
-            extra = [copy_json(e) for e in requirements]
+    have_keys = key or term_key(term)
+    for i, part in enumerate(_PARTS):
+        requirements = other.get(part)
+        if not requirements:
+            continue
+        have = have_keys[i]
+        if other_key is not None and have.isdisjoint(other_key[i]):
+            extra = list(requirements)
         else:
-            extra = [copy_json(e) for e in requirements if expr_key(e) not in have]
+            extra = [e for e in requirements if expr_key(e) not in have]
         if extra:
-            result[part] = list(result.get(part) or ()) + extra
+            result[part] = [*(result.get(part) or ()), *extra]
     return result
 
 
