@@ -85,11 +85,11 @@ def term_contradiction(term: Mapping[str, Any]) -> str | None:
     its fields (``matchFields``, the node's name), each a set of requirements that must hold
     together (``selectors.conflict``). An empty term matches no node.
     """
-    exprs = list(term.get("matchExpressions") or ())
-    fields = list(term.get("matchFields") or ())
+    exprs = term.get("matchExpressions") or ()
+    fields = term.get("matchFields") or ()
     if not exprs and not fields:
         return "the term is empty"
-    return selectors.conflict(exprs) or selectors.conflict(fields)
+    return (selectors.conflict(exprs) if exprs else None) or (selectors.conflict(fields) if fields else None)
 
 
 # --- AND ---------------------------------------------------------------------------------

@@ -146,8 +146,17 @@ def conflict(requirements: Iterable[Mapping[str, Any]]) -> str | None:
     A Gt/Lt value the scheduler cannot read (``label_int``) matches nothing.
     """
     by_key: dict[str, list[Mapping[str, Any]]] = {}
+    alone = True  # every key has one requirement that holds by itself (most terms)
     for req in requirements:
-        by_key.setdefault(str(req.get("key")), []).append(req)
+        key = str(req.get("key"))
+        if key in by_key:
+            by_key[key].append(req)
+            alone = False
+        else:
+            by_key[key] = [req]
+            alone = alone and _holds_alone(req)
+    if alone:
+        return None
     for key, reqs in by_key.items():
         if len(reqs) == 1 and _holds_alone(reqs[0]):
             continue
