@@ -32,14 +32,13 @@ class Policy:
     # Derived data the engine computes once per policy (compiled fragments, matchers).
     # The policy is immutable, so anything derived from it alone may be memoised here.
     cache: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # ``spec.onConflict`` and ``spec.enforcement``: admission asks each several times per policy.
+    on_conflict: str = field(init=False, repr=False)
+    enforcement: str = field(init=False, repr=False)
 
-    @property
-    def on_conflict(self) -> str:
-        return str(self.spec.get("onConflict", "merge"))
-
-    @property
-    def enforcement(self) -> str:
-        return str(self.spec.get("enforcement", "patch"))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "on_conflict", str(self.spec.get("onConflict", "merge")))
+        object.__setattr__(self, "enforcement", str(self.spec.get("enforcement", "patch")))
 
     @property
     def allow_skip(self) -> bool:
