@@ -129,13 +129,12 @@ def append_missing(
     pending = [item for item in items if item not in target]
     if not pending:
         return False
+    if len(pending) == 1:  # what a policy adds to a group at a time, most often
+        return _append_one(target, pending[0], key, bucket)
     # Semantic keys only for the entries that could equal a pending item, so a list that
     # many policies append to does not cost a key per entry per policy.
     buckets = {bucket(item) for item in pending}
     have = {key(x) for x in target if isinstance(x, dict) and bucket(x) in buckets}
-    if not have and len(pending) == 1:  # nothing it could equal: no key needed
-        target.append(pending[0])
-        return True
     added = False
     for item in pending:
         k = key(item)
@@ -144,6 +143,19 @@ def append_missing(
             have.add(k)
             added = True
     return added
+
+
+def _append_one(target: list[Any], item: Mapping[str, Any], key: Callable[[Any], Any],
+                bucket: Callable[[Any], Any]) -> bool:
+    """``append_missing`` of one item: keyed only when an entry shares its bucket, once."""
+    wanted, mine = bucket(item), None
+    for x in target:
+        if isinstance(x, dict) and bucket(x) == wanted:
+            mine = key(item) if mine is None else mine
+            if key(x) == mine:
+                return False
+    target.append(item)
+    return True
 
 
 # --- required node affinity: AND into existing terms ----------------------------------
