@@ -116,23 +116,23 @@ def _admit(
     # than there are policies. A policy's decision can depend on what a later one wrote
     # (safe rollouts count the nodes a later nodeSelector leaves eligible), and only a
     # converged object makes the second admission of the output an empty patch. A set with
-    # no such policy is settled after one pass, and most sets are like that.
-    settling = any(_reads_others_output(p) for p in candidates)
-    run = _Run(request=request, base=base, target=target, cluster=cluster, settling=settling, steps=steps, skip=skip)
-    outcome = _settled(run, candidates)
+    # no such policy is settled after one pass (``_Run.settling``), and most sets are like that.
+    run = _Run(request=request, candidates=candidates, base=base, target=target, cluster=cluster, steps=steps,
+               skip=skip)
+    outcome = _settled(run)
     if skip and not run.refused:  # no policy that refuses the skip selects the object
         return _skipped(request.object, notes=outcome.warnings)
     if kept is not None and (outcome.result == "error" or _template(outcome.object, target) != kept):
-        outcome = _held(run, candidates, outcome)
+        outcome = _held(run, outcome)
     return _checked(_noted(outcome, request, target, kept), request, target)
 
 
-def _held(run: _Run, candidates: tuple[Policy, ...], outcome: Outcome) -> Outcome:
+def _held(run: _Run, outcome: Outcome) -> Outcome:
     """Today's policies would change a kept template (or never settle on it): the update
     leaves everything the engine owns as the request and the old object had it, the strategy
     included (it is decided with the template, again at the next rollout), and says what
     each policy would do, as in audit mode."""
-    held = _settled(run.holding(), candidates)
+    held = _settled(run.holding())
     diverged = [outcome.error] if outcome.error else []
     held.warnings = clip_all([KEPT, *diverged, *held.warnings])
     return held
@@ -157,12 +157,12 @@ def _template(obj: dict[str, Any] | None, target: Target) -> Any:
     return get_path(obj, revisions.template_path(target) or ())
 
 
-def _settled(run: _Run, candidates: tuple[Policy, ...]) -> Outcome:
+def _settled(run: _Run) -> Outcome:
     if not run.settling:
-        run.run_pass(candidates)
+        run.run_pass()
         return run.finish()
-    for _ in range(len(candidates) + 1):
-        if not run.run_pass(candidates):
+    for _ in range(len(run.candidates) + 1):
+        if not run.run_pass():
             return run.finish()
     return run.diverged()
 
@@ -313,11 +313,15 @@ class _Run:
     """The state of one admission: the working copy and what each policy did to it."""
 
     def __init__(
-        self, *, request: Request, target: Target, cluster: ClusterView | None, settling: bool, steps: Steps,
-        base: dict[str, Any] | None = None, skip: bool = False, hold: bool = False,
+        self, *, request: Request, candidates: tuple[Policy, ...], target: Target, cluster: ClusterView | None,
+        steps: Steps, base: dict[str, Any] | None = None, skip: bool = False, hold: bool = False,
     ) -> None:
         assert request.object is not None
         self.request, self.target, self.cluster, self.steps = request, target, cluster, steps
+        self.candidates = candidates  # in run order
+        # What the candidates read, asked once per admission rather than per policy and pass.
+        self.settling = any(_reads_others_output(p) for p in candidates)  # another pass may follow
+        self.matching_on_written = {p.name for p in candidates if _matches_on_written(p)}
         self.original: dict[str, Any] = request.object  # what the patch applies to
         # What the policies start from: the request's object, or it with the engine's fields
         # of a kept pod template written back (revisions.py).
@@ -332,6 +336,7 @@ class _Run:
         self.warnings: list[str] = []
         self.failures: list[str] = []  # policies left out, in any pass: said once, kept
         self.applied: list[Policy] = []  # every application that changed the object, in order
+        self.applied_names: set[str] = set()  # their names
         self.audited: set[str] = set()
         self.failed: set[str] = set()
         self.changed_in_pass: list[str] = []
@@ -340,7 +345,6 @@ class _Run:
         self.spreads: list[tuple[str, str]] = []
         # original -> working, as of the last pass that changed it (original -> base before one)
         self.patch: list[dict[str, Any]] = [] if self.base is self.original else patching.diff(self.original, self.base)
-        self.settling = settling  # whether another pass may follow (see _reads_others_output)
         # The object asks to be skipped: only policies with allowSkip false run, and each one
         # that selects it says it refused.
         self.skip = skip
@@ -351,7 +355,7 @@ class _Run:
         self._verdicts: dict[str, matching.Verdict] = {}
         self._well_shaped: bool | None = None  # see ``well_shaped``
 
-    def run_pass(self, candidates: tuple[Policy, ...]) -> bool:
+    def run_pass(self) -> bool:
         """Offer the object to every candidate once; True when another pass must follow:
         the pass as a whole changed the object and is not provably settled (``settled_early``).
 
@@ -362,42 +366,30 @@ class _Run:
         self.changed_in_pass = []
         self.warnings = []
         self.spreads = []
-        if not self.settling:
-            for policy in candidates:
-                if policy.name not in self.failed:
-                    self.consider(policy)
-        else:
-            last_change, first_reading, replaced = self._offer_in_order(candidates)
+        last_change, replaced = self._offer_in_order()
         if not self.changed_in_pass:
             return False
-        record_applied(self.working, sorted({p.name for p in self.applied}))
+        record_applied(self.working, sorted(self.applied_names))
         previous, self.patch = self.patch, patching.diff(self.original, self.working)
         if not self.settling:
             return True
         if patching.same(self.patch, previous):
             return False
-        if self.settled_early(candidates, first_reading=first_reading, last_change=last_change, replaced=replaced):
+        if self.settled_early(last_change=last_change, replaced=replaced):
             return False
         # The next pass edits a copy of this pass's object, so this pass's patch, whose values
         # are parts of the object, stays as it is to compare with the next one.
         self._working, self._subject_current = working_copy(self.working, self.target), False
         return True
 
-    def _offer_in_order(self, candidates: tuple[Policy, ...]) -> tuple[int, int, bool]:
+    def _offer_in_order(self) -> tuple[int, bool]:
         """Offer the object to every candidate once, noting for ``settled_early`` the position
-        of the last change, that of the first policy offered it that reads it, and whether a
-        ``replace`` policy changed it."""
-        last_change, first_reading, replaced = -1, len(candidates), False
-        for at, policy in enumerate(candidates):
-            if policy.name in self.failed:
-                continue
-            changes = len(self.changed_in_pass)
-            self.consider(policy)
-            if len(self.changed_in_pass) > changes:
+        of the last change and whether a ``replace`` policy changed it."""
+        last_change, replaced = -1, False
+        for at, policy in enumerate(self.candidates):
+            if policy.name not in self.failed and self.consider(policy):
                 last_change, replaced = at, replaced or policy.on_conflict == "replace"
-            if first_reading == len(candidates) and policy.name not in self.failed and self._reads(policy):
-                first_reading = at
-        return last_change, first_reading, replaced
+        return last_change, replaced
 
     def _reads(self, policy: Policy) -> bool:
         """Whether what ``policy`` did in this pass depends on the object as it found it
@@ -405,8 +397,7 @@ class _Run:
         reports (audit mode, or a held update), whose report is a reading of the object."""
         return _reads_others_output(policy) or policy.enforcement == "audit" or self.hold
 
-    def settled_early(self, candidates: tuple[Policy, ...], *, first_reading: int, last_change: int,
-                      replaced: bool) -> bool:
+    def settled_early(self, *, last_change: int, replaced: bool) -> bool:
         """Whether the next pass would provably leave the object as this one left it, so
         that it need not run (a quarter of admission on a heavy set).
 
@@ -417,7 +408,9 @@ class _Run:
           ``merge`` or ``keep`` edit, which adds to a field group and never takes away what
           another policy wrote (the group label included: the spread that needs it writes it);
         - no policy that reads the object (``_reads``: one whose decision depends on others'
-          output, or one that only reports) was offered it before ``last_change``: each saw
+          output, or one that only reports) was offered it before ``last_change`` (and did
+          not fail: ``failed`` grows only by the policy being offered, so it says after the
+          pass which were left out when offered): each saw
           it after every change, as the next pass would show it, but for the applied
           annotation written after the pass;
         - no candidate matches on what the engine writes: nothing reads that annotation;
@@ -434,13 +427,13 @@ class _Run:
         a policy did as it changed the object (a group label added), which the next pass,
         finding nothing to do, would not say; a set that reads nothing says them too.
         """
-        return (self.steps.settle_early and not replaced and first_reading >= last_change
-                and not any(_matches_on_written(p) for p in candidates))
+        return (self.steps.settle_early and not replaced and not self.matching_on_written
+                and not any(self._reads(p) for p in self.candidates[:last_change] if p.name not in self.failed))
 
     def holding(self) -> _Run:
         """A new run over the same object in which every policy only says what it would do."""
-        return _Run(request=self.request, base=self.base, target=self.target, cluster=self.cluster,
-                    settling=self.settling, steps=self.steps, skip=self.skip, hold=True)
+        return _Run(request=self.request, candidates=self.candidates, base=self.base, target=self.target,
+                    cluster=self.cluster, steps=self.steps, skip=self.skip, hold=True)
 
     @property
     def working(self) -> dict[str, Any]:
@@ -473,25 +466,26 @@ class _Run:
         verdict cannot change between passes (``_matches_on_written``)."""
         verdict = self._verdicts.get(policy.name)
         if verdict is None:
-            reads_written = _matches_on_written(policy)
+            reads_written = policy.name in self.matching_on_written
             verdict = self.steps.selects(policy, self.subject(fresh=reads_written))
             if not reads_written:
                 self._verdicts[policy.name] = verdict
         return verdict
 
-    def consider(self, policy: Policy) -> None:
+    def consider(self, policy: Policy) -> bool:
+        """Offer the object to ``policy``; True when it changed the object."""
         verdict = self.verdict(policy)
         if verdict.undecided:
             self.warnings.append(f"{policy.name}: {verdict.reason}")
         if not verdict.matched:
-            return
+            return False
         if self.skip:
             self.refused.add(policy.name)
             self.warnings.append(f"{policy.name}: {ANNOTATION_SKIP} refused: the policy has allowSkip: false")
         if policy.enforcement == "audit" or self.hold:
             self._audit(policy)
-        else:
-            self._enforce(policy)
+            return False
+        return self._enforce(policy)
 
     def well_shaped(self) -> bool:
         """Whether the fields the engine reads have their JSON types in the object policies
@@ -510,21 +504,23 @@ class _Run:
         return self.steps.apply(obj, policy=policy, target=self.target, cluster=self.cluster, original=self.base,
                                 well_shaped=self.well_shaped())
 
-    def _enforce(self, policy: Policy) -> None:
+    def _enforce(self, policy: Policy) -> bool:
         try:
             result = self._apply(self.working, policy)
         except PlacementError as exc:
             self.failures.append(f"{policy.name}: not applied: {exc}")
             self.failed.add(policy.name)
             self._replay()
-            return
+            return False
         self.warnings.extend(result.warnings)
         if result.spread_key is not None:
             self.spreads.append((policy.name, result.spread_key))
         if result.changed:
             self.applied.append(policy)
+            self.applied_names.add(policy.name)
             self.changed_in_pass.append(policy.name)
             self._subject_current = False
+        return result.changed
 
     def _replay(self) -> None:
         """Undo a policy that failed half-way: rebuild the working copy from the original
@@ -533,7 +529,7 @@ class _Run:
         for policy in self.applied:
             self._apply(self.working, policy)
         if self.applied:
-            record_applied(self.working, sorted({p.name for p in self.applied}))
+            record_applied(self.working, sorted(self.applied_names))
         self._subject_current = False
 
     def _audit(self, policy: Policy) -> None:
@@ -552,13 +548,12 @@ class _Run:
             self.warnings.append(f"{policy.name}: audit: would {_summary(patching.diff(base, scratch))}")
 
     def finish(self) -> Outcome:
-        names = sorted({p.name for p in self.applied})
         patch = self.patch
         return Outcome(
             object=self.current() if patch else self.original,
             patch=patch,
             warnings=clip_all([*self.failures, *self.warnings, *self._spread_warnings(self.current(), self.spreads)]),
-            applied=names,
+            applied=sorted(self.applied_names),
             audited=sorted(self.audited),
             failed=sorted(self.failed),
             result="patched" if patch else "unchanged",

@@ -18,7 +18,7 @@ from typing import Any
 from webhook import LABEL_GROUP
 from webhook.cluster.view import ClusterView
 from webhook.engine import fragments, merge, rollout, scheduling, shapes, wukong
-from webhook.engine.context import KEEP, Context, PlacementError
+from webhook.engine.context import KEEP, Context, PlacementError, Report
 from webhook.kube import warnings
 from webhook.kube.kinds import VOLATILE_LABELS, Path_, Target
 from webhook.kube.objects import copy_json
@@ -64,19 +64,21 @@ def apply_policy(
     compiled = fragments.compiled(policy)
     if compiled.error:
         raise PlacementError(compiled.error)
+    # A Context and an Applied are made per policy and object: positional arguments, since
+    # a class called with keywords costs half as much again as one called without.
+    report = Report()
     if target.native == "wukong":
-        ctx = Context(policy.on_conflict, cluster, original=original)
-        wukong.apply(obj, policy=policy, compiled=compiled, ctx=ctx)
+        wukong.apply(obj, policy=policy, compiled=compiled, ctx=Context(policy.on_conflict, cluster, report, "", original))
     elif target.pod_spec is None:
         raise PlacementError(f"{target.kind} has neither a pod spec nor a native scheduling API")
     else:
         if not well_shaped:
             shapes.check(obj, target)
-        ctx = Context(policy.on_conflict, cluster, where=".".join(target.pod_spec), original=original)
+        ctx = Context(policy.on_conflict, cluster, report, ".".join(target.pod_spec), original)
         _apply_pod(obj, compiled=compiled, target=target, ctx=ctx)
-    said = ctx.report.warnings
-    return Applied(ctx.report.changed, [warnings.clip(f"{policy.name}: {w}") for w in said] if said else [],
-                   spread_key=ctx.report.spread_key)
+    said = report.warnings
+    return Applied(report.changed, [warnings.clip(f"{policy.name}: {w}") for w in said] if said else [],
+                   report.spread_key)
 
 
 def written_paths(target: Target) -> tuple[Path_, ...]:

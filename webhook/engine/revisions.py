@@ -51,8 +51,10 @@ def kept_template(request: Request, target: Target) -> dict[str, Any] | None:
 
     When nothing was removed, the request's own template (equal to the old one) is the
     answer: sharing it keeps the working copy and the differ as cheap as on CREATE."""
+    if request.operation != "UPDATE":  # asked first: every CREATE asks
+        return None
     path = template_path(target)
-    if request.operation != "UPDATE" or path is None:
+    if path is None:
         return None
     old, new = get_path(request.old_object, path), get_path(request.object, path)
     if not isinstance(old, dict) or not isinstance(new, dict):
