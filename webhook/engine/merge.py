@@ -337,8 +337,7 @@ def whole_group(container: dict[str, Any], key: str, current: Any, wanted: Any, 
 
 
 def node_selector(pod_spec: dict[str, Any], wanted: Mapping[str, str], ctx: Context) -> None:
-    if not wanted:
-        return
+    """Merge the labels ``wanted`` (not empty) into ``nodeSelector``; one the object sets is kept."""
     current = mapping(pod_spec, "nodeSelector", where=ctx.where)
     if whole_group(pod_spec, "nodeSelector", current, wanted, ctx):
         return
@@ -389,13 +388,11 @@ def pod_terms(
 
 
 def tolerations(pod_spec: dict[str, Any], wanted: Sequence[Term], ctx: Context) -> None:
-    if not wanted:
-        return
+    """Add the tolerations ``wanted`` (not empty) the object lacks."""
     current = sequence(pod_spec, "tolerations", where=ctx.where)
     if whole_group(pod_spec, "tolerations", current, wanted, ctx):
         return
-    assert current is not None  # merge: whole_group took an absent group
-    if append_missing(current, wanted, toleration_key, key_bucket):
+    if append_missing(current or [], wanted, toleration_key, key_bucket):  # merge: the object has some
         ctx.changed()
 
 
