@@ -145,18 +145,21 @@ def conflict(requirements: Iterable[Mapping[str, Any]]) -> str | None:
     value excluded by NotIn or by the Gt/Lt bounds), or when the Gt/Lt bounds leave no integer.
     A Gt/Lt value the scheduler cannot read (``label_int``) matches nothing.
     """
-    by_key: dict[str, list[Mapping[str, Any]]] = {}
-    alone = True  # every key has one requirement that holds by itself (most terms)
-    for req in requirements:
+    reqs = requirements if isinstance(requirements, list) else list(requirements)
+    keys: set[str] = set()
+    for req in reqs:  # most terms: one requirement per key, each able to hold by itself
         key = str(req.get("key"))
-        if key in by_key:
-            by_key[key].append(req)
-            alone = False
-        else:
-            by_key[key] = [req]
-            alone = alone and _holds_alone(req)
-    if alone:
-        return None
+        if key in keys or not _holds_alone(req):
+            return _grouped_conflict(reqs)
+        keys.add(key)
+    return None
+
+
+def _grouped_conflict(requirements: list[Mapping[str, Any]]) -> str | None:
+    """``conflict``, key by key in the order the keys first appear."""
+    by_key: dict[str, list[Mapping[str, Any]]] = {}
+    for req in requirements:
+        by_key.setdefault(str(req.get("key")), []).append(req)
     for key, reqs in by_key.items():
         if len(reqs) == 1 and _holds_alone(reqs[0]):
             continue
