@@ -304,9 +304,8 @@ def _masked(template: dict[str, Any]) -> Any:
 def _skip_requested(obj: dict[str, Any]) -> bool:
     meta = obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    if not isinstance(annotations, dict):
-        return False
-    return str(annotations.get(ANNOTATION_SKIP, "")).strip().lower() == "true"
+    value = annotations.get(ANNOTATION_SKIP) if isinstance(annotations, dict) else None
+    return value is not None and str(value).strip().lower() == "true"
 
 
 class _Run:
@@ -319,8 +318,11 @@ class _Run:
         assert request.object is not None
         self.request, self.target, self.cluster, self.steps = request, target, cluster, steps
         self.candidates = candidates  # in run order
-        # What the candidates read, asked once per admission rather than per policy and pass.
-        self.settling = any(_reads_others_output(p) for p in candidates)  # another pass may follow
+        # What the candidates read, asked once per admission rather than per policy and pass:
+        # the names of those that read others' output (when any does, another pass may
+        # follow), and of those whose criteria read what the engine writes.
+        self.reading = {p.name for p in candidates if _reads_others_output(p)}
+        self.settling = bool(self.reading)
         self.matching_on_written = {p.name for p in candidates if _matches_on_written(p)}
         self.original: dict[str, Any] = request.object  # what the patch applies to
         # What the policies start from: the request's object, or it with the engine's fields
@@ -395,7 +397,7 @@ class _Run:
         """Whether what ``policy`` did in this pass depends on the object as it found it
         beyond its own field groups: a policy that reads others' output, or one that only
         reports (audit mode, or a held update), whose report is a reading of the object."""
-        return _reads_others_output(policy) or policy.enforcement == "audit" or self.hold
+        return policy.name in self.reading or policy.enforcement == "audit" or self.hold
 
     def settled_early(self, *, last_change: int, replaced: bool) -> bool:
         """Whether the next pass would provably leave the object as this one left it, so
@@ -542,7 +544,8 @@ class _Run:
             return
         self.warnings.extend(f"(audit) {w}" for w in result.warnings)
         if result.spread_key is not None:
-            self.warnings.extend(f"(audit) {w}" for w in self._spread_warnings(scratch, [(policy.name, result.spread_key)]))
+            said = self._spread_warnings(scratch, [(policy.name, result.spread_key)])
+            self.warnings.extend(f"(audit) {clip(w)}" for w in said)
         if result.changed:
             self.audited.add(policy.name)
             self.warnings.append(f"{policy.name}: audit: would {_summary(patching.diff(base, scratch))}")
@@ -560,10 +563,14 @@ class _Run:
         )
 
     def _spread_warnings(self, obj: dict[str, Any], spreads: list[tuple[str, str]]) -> list[str]:
-        """What each required spread says of ``obj``: too few eligible domains for its replicas."""
-        said = ((name, placement.spread_warning(obj, target=self.target, topology_key=key, cluster=self.cluster))
-                for name, key in spreads)
-        return [clip(f"{name}: {text}") for name, text in said if text is not None]
+        """What each required spread says of ``obj``: too few eligible domains for its replicas.
+        Not clipped: ``finish`` clips every warning (once: clipping twice changes nothing)."""
+        said: list[str] = []
+        for name, key in spreads:
+            text = placement.spread_warning(obj, target=self.target, topology_key=key, cluster=self.cluster)
+            if text is not None:
+                said.append(f"{name}: {text}")
+        return said
 
     def diverged(self) -> Outcome:
         """Policies that keep undoing each other (two ``replace`` policies on one field
