@@ -24,7 +24,8 @@ class PlacementError(Exception):
 
 @dataclass(slots=True)
 class Report:
-    """What applying one policy did: whether anything changed, and what to tell the user."""
+    """What applying one policy did: whether anything changed, and what to tell the user.
+    ``placement.apply_policy`` returns it (as ``placement.Applied``)."""
 
     changed: bool = False
     warnings: list[str] = field(default_factory=list)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from webhook import LABEL_GROUP
@@ -35,15 +34,11 @@ POD_SPEC_WRITES = ("affinity", "nodeSelector", "tolerations")
 POD_SPEC_SCALARS = ("priorityClassName", "schedulerName", "preemptionPolicy", "priority", "evictionStrategy")
 
 
-@dataclass(slots=True)
-class Applied:
-    """The result of one policy on one object."""
-
-    changed: bool
-    warnings: list[str] = field(default_factory=list)  # each prefixed with the policy name
-    # A required spread's topology key, whose eligible domains admission counts in the object
-    # it answers with (``spread_warning``): later policies may still narrow the nodes.
-    spread_key: str | None = None
+# The result of one policy on one object: the report its writers filled in, its warnings
+# then each prefixed with the policy's name and clipped. A required spread's topology key
+# (``spread_key``) is for admission to count its eligible domains in the object it answers
+# with (``spread_warning``): later policies may still narrow the nodes.
+Applied = Report
 
 
 def apply_policy(
@@ -64,9 +59,9 @@ def apply_policy(
     compiled = fragments.compiled(policy)
     if compiled.error:
         raise PlacementError(compiled.error)
-    # A Context and an Applied are made per policy and object: positional arguments, since
-    # a class called with keywords costs half as much again as one called without.
-    report = Report()
+    # A Context is made per policy and object: positional arguments, since a class called
+    # with keywords costs half as much again as one called without.
+    report = Applied()
     if target.native == "wukong":
         wukong.apply(obj, policy=policy, compiled=compiled, ctx=Context(policy.on_conflict, cluster, report, "", original))
     elif target.pod_spec is None:
@@ -76,9 +71,9 @@ def apply_policy(
             shapes.check(obj, target)
         ctx = Context(policy.on_conflict, cluster, report, ".".join(target.pod_spec), original)
         _apply_pod(obj, compiled=compiled, target=target, ctx=ctx)
-    said = report.warnings
-    return Applied(report.changed, [warnings.clip(f"{policy.name}: {w}") for w in said] if said else [],
-                   report.spread_key)
+    if report.warnings:
+        report.warnings = [warnings.clip(f"{policy.name}: {w}") for w in report.warnings]
+    return report
 
 
 def written_paths(target: Target) -> tuple[Path_, ...]:
