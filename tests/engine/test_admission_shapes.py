@@ -32,6 +32,7 @@ def deployment() -> dict[str, Any]:
     }
     pod["tolerations"] = [{"key": "k", "operator": "Exists"}]
     obj["metadata"]["labels"]["tier"] = "web"
+    obj["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
     return obj
 
 
@@ -99,3 +100,21 @@ def test_a_misshapen_object_leaves_out_every_policy_in_every_pass(shipped: Polic
     assert outcome.failed and not outcome.applied and outcome.result == "unchanged"
     assert all("tolerations[0] is null (at spec.template.spec.tolerations[0])" in w
                for w in outcome.warnings if ": not applied: " in w)
+
+
+@pytest.mark.parametrize(("rolling_update", "said"), [
+    ({"maxSurge": "x"}, "maxSurge is not an integer or a percentage (at spec.strategy.rollingUpdate)"),
+    ({"maxUnavailable": []}, "maxUnavailable is not an integer or a percentage (at spec.strategy.rollingUpdate)"),
+    ("x", "spec.strategy.rollingUpdate is not a mapping"),
+])
+def test_a_rolling_update_the_controller_cannot_read_leaves_only_the_rollout_policy_out(
+    shipped: PolicySet, rolling_update: Any, said: str
+) -> None:
+    # The API server refuses such values (ValidatePositiveIntOrPercent); only the policy that
+    # reads the strategy is left out, naming the field, and the others still apply.
+    obj = deployment()
+    obj["spec"]["strategy"]["rollingUpdate"] = rolling_update
+    outcome = admission.admit(review.request_for_object(obj, namespace="prod"), policies=shipped)
+    assert outcome.failed == ["safe-rollouts"]
+    assert f"safe-rollouts: not applied: {said}" in outcome.warnings
+    assert outcome.applied and outcome.result == "patched"

@@ -18,11 +18,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from webhook.cluster.view import ClusterView, NodeSet
-from webhook.engine.context import KEEP, REPLACE, Context
+from webhook.engine.context import KEEP, REPLACE, Context, PlacementError
 from webhook.engine.merge import ensure, mapping, scalar
 from webhook.kube import selectors
 from webhook.kube.affinity import REQUIRED
-from webhook.kube.deployment import API_DEFAULT, REVISION_KEY, resolve
+from webhook.kube.deployment import API_DEFAULT, REVISION_KEY, readable, resolve
 from webhook.kube.kinds import Target
 from webhook.kube.pointers import Path, get_path
 from webhook.scheduler.filters import NodeEligibility
@@ -201,7 +201,7 @@ def apply(
         # The API server omits a zero minReadySeconds, so in a review "absent" covers the
         # default; a 0 written in a manifest is a choice like any other value.
         scalar(parent, "minReadySeconds", rollout["minReadySeconds"], ctx)
-    current = dict(strategy.get("rollingUpdate") or {}) if strategy else {}
+    current = _rolling_update(strategy, where=".".join(target.rollout))
     if rollout.get("mode", "safe") != "safe":
         wanted = {k: rollout[k] for k in ROLLING_KEYS if rollout.get(k) is not None}
         if not (ctx.mode == KEEP and _user_set(strategy)):
@@ -223,6 +223,18 @@ def apply(
         result = _finishing(result, authored, decision, replicas, ctx)
     ctx.warn(_written(result, authored, decision))
     _write(parent, key, current, result, ctx)
+
+
+def _rolling_update(strategy: Mapping[str, Any] | None, *, where: str) -> dict[str, Any]:
+    """A copy of the strategy's ``rollingUpdate``; ``PlacementError`` naming the field when it is
+    not a mapping, or holds a maxSurge or maxUnavailable the controller's arithmetic cannot read
+    (the API server refuses such a Deployment; a hand-made review can carry one)."""
+    current = dict(mapping(strategy, "rollingUpdate", where=where) or {}) if strategy else {}
+    for name in ROLLING_KEYS:
+        value = current.get(name)
+        if value is not None and not readable(value):
+            raise PlacementError(f"{name} is not an integer or a percentage (at {where}.rollingUpdate)")
+    return current
 
 
 def _written(result: Mapping[str, Any], authored: Mapping[str, Any], decision: Decision) -> str:

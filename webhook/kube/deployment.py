@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["API_DEFAULT", "REVISION_KEY", "resolve"]
+__all__ = ["API_DEFAULT", "REVISION_KEY", "readable", "resolve"]
 
 API_DEFAULT = "25%"  # the Deployment defaults for maxSurge and maxUnavailable (SetDefaults_Deployment)
 # apps/v1 DefaultDeploymentUniqueLabelKey: the label the controller stamps on each revision's pods.
@@ -24,6 +24,17 @@ def resolve(max_surge: Any, max_unavailable: Any, replicas: int) -> tuple[int, i
     if surge == 0 and unavailable == 0:
         unavailable = 1
     return surge, min(unavailable, replicas)
+
+
+def readable(value: Any) -> bool:
+    """Whether ``resolve`` can read ``value`` as a maxSurge or maxUnavailable. The API server
+    lets a Deployment carry only an integer or a percentage (``ValidatePositiveIntOrPercent``);
+    a hand-made review, or a custom kind's strategy, can carry anything."""
+    try:
+        _scaled(value, 100, round_up=False)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _scaled(value: Any, total: int, *, round_up: bool) -> int:
