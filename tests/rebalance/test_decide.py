@@ -302,7 +302,8 @@ UNREADABLE = {
              "pod shop/web-0 cannot be read: preferredDuringSchedulingIgnoredDuringExecution[0]")]),
     "a Deployment whose maxUnavailable the Deployment controller would refuse": Case(
         [OD, SP], [pod("web-0", "od"), *(pod(f"web-{i}", "sp") for i in range(1, 4))],
-        [Row("web-0", None, 0, SKIP, "Deployment shop/web cannot be read: invalid literal for int()")],
+        [Row("web-0", None, 0, SKIP,
+             "Deployment shop/web cannot be read: maxUnavailable 'one' is not an integer or a percentage")],
         more={"deployments": {"web": {"strategy": {"rollingUpdate": {"maxUnavailable": "one"}}}}}),
     "a budget whose selector cannot be read blocks the pods of its namespace": Case(
         [OD, SP], [pod("web-0", "od")],

@@ -19,8 +19,8 @@ def resolve(max_surge: Any, max_unavailable: Any, replicas: int) -> tuple[int, i
     (``ResolveFenceposts``, ``MaxUnavailable`` in pkg/controller/deployment/util): a percentage
     of the replicas, maxSurge rounded up and maxUnavailable down; both zero means one
     unavailable; maxUnavailable never more than the replicas."""
-    surge = _scaled(max_surge, replicas, round_up=True)
-    unavailable = _scaled(max_unavailable, replicas, round_up=False)
+    surge = _read("maxSurge", max_surge, replicas, round_up=True)
+    unavailable = _read("maxUnavailable", max_unavailable, replicas, round_up=False)
     if surge == 0 and unavailable == 0:
         unavailable = 1
     return surge, min(unavailable, replicas)
@@ -35,6 +35,14 @@ def readable(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def _read(name: str, value: Any, total: int, *, round_up: bool) -> int:
+    """``_scaled``, or a ValueError naming the field it cannot read."""
+    try:
+        return _scaled(value, total, round_up=round_up)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} {value!r} is not an integer or a percentage") from None
 
 
 def _scaled(value: Any, total: int, *, round_up: bool) -> int:
