@@ -30,27 +30,27 @@ def readable(value: Any) -> bool:
     """Whether ``resolve`` can read ``value`` as a maxSurge or maxUnavailable. The API server
     lets a Deployment carry only an integer or a percentage (``ValidatePositiveIntOrPercent``);
     a hand-made review, or a custom kind's strategy, can carry anything."""
-    try:
-        _scaled(value, 100, round_up=False)
-    except (TypeError, ValueError):
-        return False
-    return True
+    return _scaled(value, 100, round_up=False) is not None
 
 
 def _read(name: str, value: Any, total: int, *, round_up: bool) -> int:
     """``_scaled``, or a ValueError naming the field it cannot read."""
-    try:
-        return _scaled(value, total, round_up=round_up)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} {value!r} is not an integer or a percentage") from None
+    scaled = _scaled(value, total, round_up=round_up)
+    if scaled is None:
+        raise ValueError(f"{name} {value!r} is not an integer or a percentage")
+    return scaled
 
 
-def _scaled(value: Any, total: int, *, round_up: bool) -> int:
-    """``intstr.GetScaledValueFromIntOrPercent``: an int as it is, "N%" of ``total``.
+def _scaled(value: Any, total: int, *, round_up: bool) -> int | None:
+    """``intstr.GetScaledValueFromIntOrPercent``: an int as it is, "N%" of ``total``; None for
+    a value that is neither.
 
     The controller rounds ``N * total / 100`` in float64; integer division gives the same
     whole numbers, exactly, without building a fraction on every call."""
-    if isinstance(value, str) and value.endswith("%"):
-        share, rest = divmod(int(value[:-1]) * total, 100)
-        return share + 1 if round_up and rest else share
-    return int(value)
+    try:
+        if isinstance(value, str) and value.endswith("%"):
+            share, rest = divmod(int(value[:-1]) * total, 100)
+            return share + 1 if round_up and rest else share
+        return int(value)
+    except (TypeError, ValueError):
+        return None
