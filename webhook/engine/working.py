@@ -122,9 +122,9 @@ def record_applied(obj: dict[str, Any], names: list[str]) -> None:
     if not isinstance(annotations, dict):
         annotations = meta["annotations"] = {}
     existing = str(annotations.get(ANNOTATION_APPLIED) or "")
-    if existing:
-        value = ",".join(sorted({n.strip() for n in existing.split(",") if n.strip()} | set(names)))
-    else:  # the object's first admission
-        value = ",".join(sorted(set(names)))
+    union = set(names)
+    if existing:  # not on the object's first admission
+        union.update(n.strip() for n in existing.split(",") if n.strip())
+    value = ",".join(sorted(union))
     if annotations.get(ANNOTATION_APPLIED) != value:
         annotations[ANNOTATION_APPLIED] = value
