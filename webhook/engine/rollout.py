@@ -193,7 +193,7 @@ def apply(
     if not isinstance(parent, dict):
         return
     key = target.rollout[-1]
-    strategy = mapping(parent, key, where="/".join(target.rollout[:-1]))
+    strategy = mapping(parent, key, where=".".join(target.rollout[:-1]))
     if strategy and strategy.get("type") == "Recreate":
         ctx.warn("rollout: strategy Recreate left alone")
         return
