@@ -334,6 +334,49 @@ def test_eligible_domains_are_counted_in_the_object_admission_answers_with(steps
     assert "spread: required spread: 3 replicas but 0 eligible kubernetes.io/hostname domains" in out.warnings
 
 
+@pytest.mark.parametrize(("mode", "expected"), [("merge", "None"), ("keep", "None"), ("replace", "LiveMigrate")])
+def test_eviction_strategy_follows_each_on_conflict_mode(mode: str, expected: str) -> None:
+    vm = templated("kubevirt.io/v1", "VirtualMachine")
+    vm["spec"]["template"]["spec"]["evictionStrategy"] = "None"
+    apply(vm, make_policy(on_conflict=mode, vm={"evictionStrategy": "LiveMigrate"}))
+    assert vm["spec"]["template"]["spec"]["evictionStrategy"] == expected
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("merge", None), ("keep", None), ("replace", "Never")])
+def test_preemption_policy_follows_each_on_conflict_mode(mode: str, expected: str | None) -> None:
+    obj = deployment(pod_spec={**POD, "priorityClassName": "high", "preemptionPolicy": "PreemptLowerPriority"})
+    cluster = classes(high={"value": 1, "preemptionPolicy": "Never"})
+    apply(obj, make_policy(on_conflict=mode, scheduling={"preemptionPolicy": "Never"}), cluster)
+    assert pod_spec_of(obj)["preemptionPolicy"] == (expected or "PreemptLowerPriority")
+
+
+def test_a_users_spread_term_written_with_in_is_the_same_term_and_is_not_added_twice() -> None:
+    term = {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]},
+            "topologyKey": "kubernetes.io/hostname"}
+    pod = {"containers": [{"name": "app", "image": "nginx"}],
+           "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    obj = deployment(pod_spec=pod)
+    out = apply(obj, make_policy(placement={"podAntiAffinity": {"spread": "required"}}))
+    terms = pod_spec_of(obj)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms == [term] and not out.changed
+
+
+def test_a_pools_spread_selects_the_vm_pods_by_their_template_labels_not_by_the_pool_selector() -> None:
+    # A VirtualMachinePool's spec.selector selects VirtualMachines, not the pods the spread repels.
+    pool = {
+        "apiVersion": "pool.kubevirt.io/v1alpha1", "kind": "VirtualMachinePool",
+        "metadata": {"name": "workers", "namespace": "vms"},
+        "spec": {"selector": {"matchLabels": {"pool": "workers"}},
+                 "virtualMachineTemplate": {"metadata": {"labels": {"pool": "workers"}},
+                                            "spec": {"template": {"metadata": {"labels": {"vm-role": "worker"}},
+                                                                  "spec": {"domain": {}}}}}},
+    }
+    apply(pool, make_policy(placement={"podAntiAffinity": {"spread": "required"}}))
+    spec = pool["spec"]["virtualMachineTemplate"]["spec"]["template"]["spec"]
+    [term] = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["labelSelector"] == {"matchLabels": {"vm-role": "worker"}}
+
+
 def test_match_label_keys_the_workload_selector_already_has_are_left_out_with_a_warning() -> None:
     # From 1.31 the API server rejects a pod whose matchLabelKeys repeat a selector key.
     obj = deployment(pod_labels={"app": "web", "track": "stable"}, selector={"matchLabels": {"app": "web"}})
