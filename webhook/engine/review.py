@@ -140,13 +140,14 @@ def _operation(req: Mapping[str, Any], *, obj: Any, old: Any) -> str:
 def respond(request: Request, *, patch: bytes, warnings: list[str]) -> dict[str, Any]:
     """The AdmissionReview answer: the request's apiVersion, its uid, always allowed; the
     JSON patch (``patch``, the bytes of its JSON, sent as base64) and ``patchType`` only when
-    there is one."""
-    return _answer(request, patch=base64.b64encode(patch).decode("ascii"), warnings=warnings)
+    there is one; the warnings clipped as the API server wants them (``clip_all``)."""
+    return _answer(request, patch=base64.b64encode(patch).decode("ascii"), warnings=clip_all(warnings))
 
 
 def encoded_answer(request: Request, *, patch: bytes, warnings: list[str]) -> bytes:
-    """``codec.dumps(respond(...))``, the body the server sends, made in one pass: the encoder
-    writes the patch's base64 itself, and an answer holds no float to check for NaN."""
+    """``codec.dumps(respond(...))`` for admission's answer, the body the server sends, made in
+    one pass: the encoder writes the patch's base64 itself, an answer holds no float to check
+    for NaN, and ``warnings`` are ``Outcome.warnings``, which admission clipped already."""
     return codec.dumps(_answer(request, patch=patch, warnings=warnings), floats=False)
 
 
@@ -156,9 +157,8 @@ def _answer(request: Request, *, patch: bytes | str, warnings: list[str]) -> dic
     if patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = patch
-    clipped = clip_all(warnings)
-    if clipped:
-        response["warnings"] = clipped
+    if warnings:
+        response["warnings"] = warnings
     return {"apiVersion": request.api_version, "kind": "AdmissionReview", "response": response}
 
 
