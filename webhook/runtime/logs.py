@@ -76,9 +76,10 @@ def info(logger: logging.Logger, msg: str, fields: Mapping[str, Any]) -> None:
         return
     text = codec.dumps_line(_line(created=time.time(), level="info", logger=logger.name, msg=msg, fields=fields))
     handler.acquire()
-    try:  # as ``StreamHandler.emit`` writes, and reports a failure
-        handler.stream.write(text + handler.terminator)
-        handler.flush()
+    try:  # as ``StreamHandler.emit`` writes, flushes and reports a failure
+        stream = handler.stream
+        stream.write(text + handler.terminator)
+        stream.flush()
     except Exception:
         handler.handleError(logger.makeRecord(logger.name, logging.INFO, "(unknown file)", 0, msg, (), None,
                                               extra={"fields": fields}))
