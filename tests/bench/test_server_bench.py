@@ -54,6 +54,41 @@ def test_keeping_awake_does_nothing_when_disabled_or_unpinned() -> None:
                 assert _children() == before
 
 
+def test_a_polling_load_generator_never_blocks_its_event_loop_waiting_for_an_answer() -> None:
+    """While ``_keep_polling`` runs, the loop asks its selector with a zero timeout, even with a
+    socket that has nothing to read: an answer never has to wake the generator."""
+    import asyncio
+    import socket
+
+    timeouts: list[float | None] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        selector = loop._selector  # type: ignore[attr-defined]
+        select = selector.select
+
+        def recording(timeout: float | None = None) -> list[object]:
+            timeouts.append(timeout)
+            return select(timeout)  # type: ignore[no-any-return]
+
+        selector.select = recording
+        quiet, other = socket.socketpair()
+        with quiet, other:
+            reader, _ = await asyncio.open_connection(sock=quiet)
+            polling = asyncio.ensure_future(server_bench._keep_polling())
+            timeouts.clear()
+            try:
+                read = asyncio.ensure_future(reader.read(1))
+                await asyncio.sleep(0.05)  # the read waits; without polling the loop would block
+                assert not read.done()
+                read.cancel()
+            finally:
+                polling.cancel()
+
+    asyncio.run(main())
+    assert len(timeouts) > 10 and set(timeouts) == {0}
+
+
 def test_stolen_share_is_per_cpu_and_unknown_without_progress() -> None:
     before = {"cpu": (10.0, 1000.0), "cpu1": (0.0, 500.0)}
     after = {"cpu": (30.0, 2000.0), "cpu1": (100.0, 1500.0)}
