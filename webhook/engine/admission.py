@@ -59,7 +59,7 @@ class Outcome:
 
     object: dict[str, Any] | None  # the object after mutation (the original when nothing changed)
     patch: list[dict[str, Any]]  # RFC 6902; applying it to the request's object gives `object`
-    warnings: list[str]  # each under 120 characters
+    warnings: list[str]  # clipped and without repeats (``clip_all``): the server sends them as they are
     applied: list[str] = field(default_factory=list)  # policies that changed the object, sorted
     audited: list[str] = field(default_factory=list)  # audit-mode policies that would have
     result: str = "unchanged"  # one of RESULTS
