@@ -114,3 +114,82 @@ def test_the_server_never_falls_back_to_a_kubeconfig_its_environment_names(
         load(None)
     with pytest.raises(ConfigError, match="stray.kubeconfig: invalid kubeconfig"):
         load(None, user_default=True)
+
+
+# --- $KUBECONFIG as a list (client-go's ClientConfigLoadingRules.Load) ------------------------
+
+
+def _kubeconfig(path: Path, *, current: str | None, clusters: dict[str, str], users: dict[str, dict[str, str]],
+                contexts: dict[str, tuple[str, str]]) -> Path:
+    import yaml
+
+    document: dict[str, object] = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": n, "cluster": {"server": url}} for n, url in clusters.items()],
+        "users": [{"name": n, "user": u} for n, u in users.items()],
+        "contexts": [{"name": n, "context": {"cluster": c, "user": u}} for n, (c, u) in contexts.items()],
+    }
+    if current is not None:
+        document["current-context"] = current
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _not_in_a_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+
+def test_a_kubeconfig_list_is_merged_with_the_first_file_winning_as_kubectl_merges_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _kubeconfig(tmp_path / "first", current="dev", clusters={"shared": "http://first.example:6443"},
+                        users={"me": {"token": "first-token"}}, contexts={"dev": ("shared", "me")})
+    second = _kubeconfig(tmp_path / "second", current="prod",
+                         clusters={"shared": "http://second.example:6443", "prod": "http://prod.example:6443"},
+                         users={"me": {"token": "second-token"}, "ops": {"token": "ops-token"}},
+                         contexts={"prod": ("prod", "ops"), "dev": ("prod", "ops")})
+    _not_in_a_pod(monkeypatch)
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
+    config = load(None, user_default=True)
+    # current-context, and every name both files define, from the first file that sets it
+    # (the official Python client's merger would take the last file's current-context).
+    assert (config.host, config.token()) == ("http://first.example:6443", "first-token")
+    # A context only the second file defines is there to choose.
+    prod = load(None, "prod", user_default=True)
+    assert (prod.host, prod.token()) == ("http://prod.example:6443", "ops-token")
+
+
+def test_the_current_context_comes_from_the_first_file_that_sets_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clusters_only = _kubeconfig(tmp_path / "clusters", current=None, clusters={"a": "http://a.example:6443"},
+                                users={"me": {"token": "t"}}, contexts={"a": ("a", "me")})
+    chooser = _kubeconfig(tmp_path / "chooser", current="a", clusters={}, users={}, contexts={})
+    _not_in_a_pod(monkeypatch)
+    monkeypatch.setenv("KUBECONFIG", f"{clusters_only}:{chooser}")
+    assert load(None, user_default=True).host == "http://a.example:6443"
+
+
+def test_missing_files_in_the_list_are_skipped_and_a_list_of_none_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = _kubeconfig(tmp_path / "real", current="a", clusters={"a": "http://a.example:6443"},
+                       users={"me": {"token": "t"}}, contexts={"a": ("a", "me")})
+    _not_in_a_pod(monkeypatch)
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'gone'}::{real}:{real}")
+    assert load(None, user_default=True).host == "http://a.example:6443"
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'gone'}:{tmp_path / 'also-gone'}")
+    with pytest.raises(ConfigError, match="none of its kubeconfig files exists"):
+        load(None, user_default=True)
+
+
+def test_an_explicit_kubeconfig_is_one_file_even_with_a_list_in_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listed = _kubeconfig(tmp_path / "listed", current="a", clusters={"a": "http://listed.example:6443"},
+                         users={"me": {"token": "t"}}, contexts={"a": ("a", "me")})
+    explicit = _kubeconfig(tmp_path / "explicit", current="a", clusters={"a": "http://explicit.example:6443"},
+                           users={"me": {"token": "t"}}, contexts={"a": ("a", "me")})
+    _not_in_a_pod(monkeypatch)
+    monkeypatch.setenv("KUBECONFIG", f"{listed}:{explicit}")
+    assert load(str(explicit), user_default=True).host == "http://explicit.example:6443"

@@ -369,3 +369,56 @@ def test_exec_credentials_are_what_the_config_reads_its_token_from(tmp_path: Pat
     plugin(tmp_path)
     config = load(str(kubeconfig(tmp_path, "http://127.0.0.1:1", exec_user())))
     assert isinstance(config.credentials, ExecCredentials) and config.token is config.credentials
+
+
+# ---- a user defined in a later file of a $KUBECONFIG list ----
+
+
+def _chooser(folder: Path, server: str) -> Path:
+    """A kubeconfig that picks context c, naming a user it does not define (another file does)."""
+    folder.mkdir()
+    path = folder / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "me"}}]}))
+    return path
+
+
+async def test_an_exec_plugin_from_a_listed_file_runs_relative_to_that_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    users = tmp_path / "users"
+    users.mkdir()
+    plugin(users)
+    async with FakeApiServer("1.31.0", token="token-1") as server:
+        chooser = _chooser(tmp_path / "chooser", server.url)
+        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        monkeypatch.setenv("KUBECONFIG", f"{chooser}:{kubeconfig(users, server.url, exec_user())}")
+        config = load(None, user_default=True)
+        assert runs(users) == 1  # bin/fake-login beside the file that defines the user
+        api = Client(config, request_timeout=2.0)
+        try:
+            assert await api.version() == (1, 31)
+        finally:
+            await api.close()
+
+
+async def test_a_refreshed_oidc_token_is_written_to_the_listed_file_that_defines_the_user(
+        tmp_path: Path, issuer: Issuer) -> None:
+    users = tmp_path / "users"
+    users.mkdir()
+    clock = Clock(T0)
+    async with FakeApiServer("1.31.0", token=id_token(1)) as server:
+        chooser = _chooser(tmp_path / "chooser", server.url)
+        defining = kubeconfig(users, server.url, oidc_user(issuer, id_token(1)))
+        listed = f"{chooser}:{defining}"
+        config = from_kubeconfig(listed, clock=clock, listed=True)
+        api = Client(config, request_timeout=2.0)
+        try:
+            server.accept_only(id_token(2))
+            clock.now = T0 + HOUR - 5
+            await api.version()
+        finally:
+            await api.close()
+    assert stored(defining)["id-token"] == id_token(2)
+    assert "users" not in yaml.safe_load(chooser.read_text())  # the file that only chose the context is untouched

@@ -1,7 +1,8 @@
 """Where the API server is and how to talk to it: a kubeconfig file, or the pod's service account.
 
 ``load`` mirrors client-go's ``clientcmd`` / ``rest.InClusterConfig`` choice: an explicit
-kubeconfig (or ``$KUBECONFIG``) wins; without one, the in-cluster service account is used.
+kubeconfig (or ``$KUBECONFIG``, a list of files merged as kubectl merges them) wins; without
+one, the in-cluster service account is used.
 Kubeconfig parsing is the official client's (``kubernetes.config.kube_config.KubeConfigLoader``);
 this module turns the resulting ``Configuration`` into what aiohttp needs: a base URL, an
 ``ssl.SSLContext`` and a bearer-token getter. Users whose token expires and must be obtained
@@ -95,7 +96,10 @@ def load(kubeconfig: str | None, context: str | None = None, *, user_default: bo
     """
     path = kubeconfig
     if path is None and user_default and not in_pod():
-        path = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path.home() / ".kube" / "config")
+        listed = os.environ.get("KUBECONFIG", "")
+        if any(listed.split(os.pathsep)):
+            return from_kubeconfig(listed, context, listed=True)
+        path = str(Path.home() / ".kube" / "config")
     if path:
         return from_kubeconfig(path, context)
     if context:
@@ -122,8 +126,37 @@ def in_pod() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (SERVICE_ACCOUNT / "token").is_file()
 
 
-def from_kubeconfig(path: str, context: str | None = None, *, clock: creds.Clock = time.time) -> ClusterConfig:
+def kubeconfig_files(listed: str) -> list[str]:
+    """The files of a ``$KUBECONFIG`` list as client-go takes them (``ClientConfigLoadingRules.Load``
+    in k8s.io/client-go/tools/clientcmd/loader.go): separated by ``os.pathsep``, empty entries
+    and repeats dropped, in order, and those that do not exist skipped ("missing files should be
+    ignored")."""
+    files: list[str] = []
+    for entry in listed.split(os.pathsep):
+        path = os.path.expanduser(entry)
+        if entry and path not in files and Path(path).is_file():
+            files.append(path)
+    return files
+
+
+def _current_context(merged: Any) -> None:
+    """Set the merged kubeconfig's current-context to the first file's that sets one. client-go
+    merges the files last to first, each overriding with what it sets, so the first file to set a
+    value wins, for the named clusters, users and contexts as for current-context (loader.go,
+    ``Load``); the official Python client's merger keeps the first of each name too, but lets
+    the last file's current-context win."""
+    for path in merged.paths:
+        current = (merged.config_files.get(path) or {}).get("current-context")
+        if current:
+            merged.config.value["current-context"] = current
+            return
+
+
+def from_kubeconfig(path: str, context: str | None = None, *, clock: creds.Clock = time.time,
+                    listed: bool = False) -> ClusterConfig:
     """Read ``path`` with the official client's KubeConfigLoader and build an SSL context.
+    ``listed``: ``path`` is a ``$KUBECONFIG`` list, whose files are merged (``kubeconfig_files``);
+    otherwise it is one file, as kubectl takes ``--kubeconfig``.
 
     A user with a ``token`` or ``tokenFile`` sends it (client-go prefers a bearer token to an exec
     plugin: the exec authenticator's UpdateTransportConfig steps aside when one is set). Otherwise
@@ -136,13 +169,16 @@ def from_kubeconfig(path: str, context: str | None = None, *, clock: creds.Clock
     from kubernetes.config import ConfigException
     from kubernetes.config import kube_config
 
-    if not Path(path).is_file():
-        raise ConfigError(f"{path}: kubeconfig file not found")
+    files = kubeconfig_files(path) if listed else [path] if Path(path).is_file() else []
+    if not files:
+        raise ConfigError(f"{path}: kubeconfig file not found" if not listed
+                          else f"KUBECONFIG={path}: none of its kubeconfig files exists")
     cfg = kclient.Configuration()
     try:
-        merged = kube_config.KubeConfigMerger(path)
+        merged = kube_config.KubeConfigMerger(os.pathsep.join(files))
         if merged.config is None:
             raise ConfigError(f"{path}: invalid kubeconfig: no configuration found")
+        _current_context(merged)
         loader = kube_config.KubeConfigLoader(config_dict=merged.config, active_context=context,
                                               config_base_path=None)
         refreshing = _take_renewable_auth(merged.config, loader.current_context, path)
@@ -184,7 +220,12 @@ class _Renewable:
     stanza: dict[str, Any]  # the exec stanza, or the auth-provider's config
     kind: str  # "exec" or "oidc"
     cluster: dict[str, Any]
-    base: Path  # the folder of the file that defined the user
+    file: Path  # the kubeconfig file that defined the user (a refreshed oidc token is written there)
+
+    @property
+    def base(self) -> Path:
+        """The folder of that file: the exec command's relative paths are relative to it."""
+        return self.file.parent
 
 
 # A user with any of these authenticates with them; an exec plugin is then not run
@@ -211,21 +252,21 @@ def _take_renewable_auth(config: Any, current: Any, path: str) -> _Renewable | N
         return None
     cluster_entry = config["clusters"].get_with_name(cluster_name, safe=True) if cluster_name else None
     cluster = cluster_entry.safe_get("cluster") if cluster_entry is not None else None
-    base = Path(entry.path or path).resolve().parent
+    defined_in = Path(entry.path or path).resolve()
     if kind == "exec":
         stanza = user.pop("exec")
     else:
         stanza = dict(user.pop("auth-provider").get("config") or {})
     if not isinstance(stanza, dict):
         raise creds.CredentialConfigError(f"user {user_name!r}: {kind} must be a mapping")
-    return _Renewable(str(user_name), stanza, kind, dict(cluster or {}), base)
+    return _Renewable(str(user_name), stanza, kind, dict(cluster or {}), defined_in)
 
 
 def _renewing(found: _Renewable, *, path: str, ssl_context: ssl.SSLContext | None,
               clock: creds.Clock) -> creds.Credentials:
     try:
         if found.kind == "oidc":
-            oidc = creds.OidcConfig.parse(found.stanza, kubeconfig=Path(path), user=found.user)
+            oidc = creds.OidcConfig.parse(found.stanza, kubeconfig=found.file, user=found.user)
             return creds.OidcCredentials(oidc, str(found.stanza.get("id-token") or ""),
                                          str(found.stanza.get("refresh-token") or ""), clock=clock)
         exec_config = creds.ExecConfig.parse(found.stanza, user=found.user, base=found.base,
