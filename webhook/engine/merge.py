@@ -21,7 +21,7 @@ from webhook.engine.fragments import MAX_TERMS
 from webhook.kube import selectors
 from webhook.kube.affinity import PREFERRED, REQUIRED
 from webhook.kube.deployment import REVISION_KEY
-from webhook.kube.nodeterms import Term, TermKey, conjoin, preferred_key, term_contradiction, term_key
+from webhook.kube.nodeterms import Term, TermKey, conjoin, key_contains, preferred_key, term_contradiction, term_key
 
 
 def mapping(container: Mapping[str, Any], key: str, *, where: str) -> dict[str, Any] | None:
@@ -202,8 +202,8 @@ def and_into(
 
 def _contains_one(key: TermKey, wanted: Sequence[TermKey]) -> bool:
     """Whether the term keyed ``key`` requires everything one of the ``wanted`` terms does."""
-    for exprs, fields in wanted:
-        if exprs <= key[0] and fields <= key[1]:
+    for other in wanted:
+        if key_contains(key, other):
             return True
     return False
 
@@ -392,7 +392,8 @@ def tolerations(pod_spec: dict[str, Any], wanted: Sequence[Term], ctx: Context) 
     current = sequence(pod_spec, "tolerations", where=ctx.where)
     if whole_group(pod_spec, "tolerations", current, wanted, ctx):
         return
-    if append_missing(current or [], wanted, toleration_key, key_bucket):  # merge: the object has some
+    assert current is not None  # merge: whole_group took an absent group
+    if append_missing(current, wanted, toleration_key, key_bucket):
         ctx.changed()
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from webhook.kube import selectors
 from webhook.kube.nodes import INT64_MAX, label_int
 
-__all__ = ["NodeTermError", "Term", "TermKey", "and_terms", "conjoin", "dedupe", "expr_key", "negate",
+__all__ = ["NodeTermError", "Term", "TermKey", "and_terms", "conjoin", "dedupe", "expr_key", "key_contains", "negate",
            "negate_preferred", "negate_term", "preferred_key", "term_contains", "term_contradiction", "term_key"]
 
 Term = dict[str, Any]
@@ -58,8 +58,12 @@ def preferred_key(pref: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def term_contains(term: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     """Whether ``term`` already requires everything ``other`` requires (so it implies it)."""
-    mine, theirs = term_key(term), term_key(other)
-    return theirs[0] <= mine[0] and theirs[1] <= mine[1]
+    return key_contains(term_key(term), term_key(other))
+
+
+def key_contains(key: TermKey, other: TermKey) -> bool:
+    """``term_contains`` for the terms keyed ``key`` and ``other``."""
+    return other[0] <= key[0] and other[1] <= key[1]
 
 
 def dedupe(items: Iterable[Term], key: Any) -> list[Term]:
