@@ -279,10 +279,13 @@ def _admit(obj: dict[str, Any], policies: PolicySet, cluster: StaticClusterView 
 
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Any workload, one to three policies, with and without a view of the cluster.
+ANY_ADMISSION = given(obj=workloads(), specs=st.lists(policy_specs, min_size=1, max_size=3),
+                      cluster=st.sampled_from([None, CLUSTER]))
 
 
 @SETTINGS
-@given(obj=workloads(), specs=st.lists(policy_specs, min_size=1, max_size=3), cluster=st.sampled_from([None, CLUSTER]))
+@ANY_ADMISSION
 def test_patch_reproduces_output_and_a_second_pass_changes_nothing(
     obj: dict[str, Any], specs: list[dict[str, Any]], cluster: StaticClusterView | None
 ) -> None:
@@ -299,7 +302,7 @@ def test_patch_reproduces_output_and_a_second_pass_changes_nothing(
 
 
 @SETTINGS
-@given(obj=workloads(), specs=st.lists(policy_specs, min_size=1, max_size=3), cluster=st.sampled_from([None, CLUSTER]))
+@ANY_ADMISSION
 def test_admission_never_edits_what_a_policy_compiled(
     obj: dict[str, Any], specs: list[dict[str, Any]], cluster: StaticClusterView | None
 ) -> None:
